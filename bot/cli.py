@@ -1,0 +1,142 @@
+"""`pt2-triage`: the command line. Parses arguments, reads inputs, prints; decisions live elsewhere."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import mmap
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from . import __version__
+from .classify import Classifier
+from .evaluate import evaluate
+from .graph_breaks import load_registry
+from .records import Classification
+from .render import render
+from .ruleset import Ruleset, RulesError, load_ruleset
+
+log = logging.getLogger("pt2_triage")
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; printed as one line, exit status 2."""
+
+
+@contextmanager
+def open_input(path: str) -> Iterator[bytes]:
+    """The input as bytes: stdin read whole, a file memory-mapped (a 200 MB log is never copied)."""
+    if path == "-":
+        yield sys.stdin.buffer.read()
+        return
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"{path}: no such file (give a path, or - for standard input)")
+    with file.open("rb") as handle:
+        if file.stat().st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            yield mapped
+
+
+def build_classifier(rules_dir: str | None) -> Classifier:
+    return Classifier(load_ruleset(rules_dir), load_registry())
+
+
+def classification_json(result: Classification, ruleset: Ruleset) -> dict:
+    category = ruleset.categories[result.category]
+    data = result.to_dict()
+    data["diagnostics"] = {"env": dict(category.diagnostics.env), "note": category.diagnostics.note}
+    data.update(title=category.title, key_files=list(category.key_files), next_steps=list(category.next_steps),
+                test_files=list(category.test_files), labels=list(category.labels))
+    return data
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    classifier = build_classifier(args.rules)
+    with open_input(args.file) as data:
+        result = classifier.classify(data)
+    if args.json:
+        print(json.dumps(classification_json(result, classifier.ruleset), indent=2))
+    else:
+        graph_break = classifier.registry.get(result.graph_break_id) if classifier.registry else None
+        print(render("verdict.txt.j2", result=result, category=classifier.ruleset.categories[result.category],
+                     graph_break=graph_break), end="")
+    return 0
+
+
+def read_corpus(path: str) -> list[dict]:
+    """JSON lines with at least `body` and `category`; a bad line is an error naming it."""
+    cases = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(case, dict) or not isinstance(case.get("body"), str) or not isinstance(case.get("category"), str):
+            raise UsageError(f"{path}:{number}: each line needs a string `body` and `category`")
+        case.setdefault("id", f"line {number}")
+        cases.append(case)
+    return cases
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    classifier = build_classifier(args.rules)
+    cases = read_corpus(args.corpus)
+    unknown = sorted({c["category"] for c in cases} - set(classifier.ruleset.categories))
+    if unknown:
+        raise UsageError(f"{args.corpus}: unknown categories {', '.join(unknown)}")
+    outcomes = [(str(c["id"]), c["category"], classifier.classify_text(c["body"]).category) for c in cases]
+    report = evaluate(outcomes)
+    if args.json:
+        print(render("eval.txt.j2", report=report), end="", file=sys.stderr)
+        print(json.dumps(report.to_dict()))
+    else:
+        print(render("eval.txt.j2", report=report), end="")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pt2-triage", description="Triage PyTorch 2 compiler failures.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    classify = commands.add_parser("classify", help="classify an issue text or a log")
+    classify.add_argument("file", nargs="?", default="-", help="issue markdown or log file; - for stdin (default)")
+    classify.add_argument("--json", action="store_true", help="print JSON instead of a readable verdict")
+    classify.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
+    classify.set_defaults(handler=cmd_classify)
+
+    evaluate_cmd = commands.add_parser("eval", help="score the classifier on a labeled JSONL corpus")
+    evaluate_cmd.add_argument("corpus", help="JSON lines with `body` and `category` (and optionally `id`)")
+    evaluate_cmd.add_argument("--json", action="store_true", help="print the table to stderr and JSON as the last line")
+    evaluate_cmd.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
+    evaluate_cmd.set_defaults(handler=cmd_eval)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        return args.handler(args)
+    except (UsageError, RulesError) as exc:
+        print(f"pt2-triage: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

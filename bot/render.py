@@ -1,0 +1,35 @@
+"""Rendering records into text people read, through the Jinja2 templates in `templates/`.
+
+Code passes values; wording and layout live in the templates.
+"""
+from __future__ import annotations
+
+import shlex
+from functools import lru_cache
+from importlib import resources
+
+import jinja2
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    root = resources.files("pt2_triage_templates")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(root)),
+        undefined=jinja2.StrictUndefined,  # a missing value is a bug, not an empty string
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["env_prefix"] = env_prefix
+    return env
+
+
+def render(template_name: str, **values) -> str:
+    return environment().get_template(template_name).render(**values)
+
+
+def env_prefix(variables: dict) -> str:
+    """`A=1 B='x y' ` for a shell command line."""
+    return "".join(f"{name}={shlex.quote(str(value))} " for name, value in variables.items())

@@ -1,0 +1,176 @@
+"""Load and validate the triage table (`bot/rules/*.yaml`).
+
+A rules file is data a maintainer edits, so every mistake gets a one-line error that names the
+entry and the field, raised at load time rather than as a surprise mid-triage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import re2
+import yaml
+
+CATEGORY_IDS = (
+    "graph_break",
+    "backend_compiler_failed",
+    "recompilation",
+    "accuracy",
+    "dynamo_internal_error",
+    "runtime_crash",
+    "triton_kernel_bug",
+    "export_failure",
+    "aoti_failure",
+    "aot_autograd_failure",
+    "dynamic_shapes",
+    "performance",
+    "not_pt2",
+    "unknown",
+)
+SCOPES = ("exception", "message", "origin", "frames", "line", "code")
+FACTS = ("pt2_context", "pt2_frames", "no_pt2_frames", "exception", "no_exception")
+FORBIDDEN_TEST_FILES = ("test/dynamo/test_misc.py",)
+
+
+class RulesError(ValueError):
+    """A rules file is malformed; the message names the file, the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    env: Mapping[str, str]
+    note: str
+
+
+@dataclass(frozen=True)
+class Category:
+    id: str
+    title: str
+    summary: str
+    diagnostics: Diagnostics
+    key_files: tuple[str, ...]
+    next_steps: tuple[str, ...]
+    test_files: tuple[str, ...]
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    category: str
+    priority: int
+    scope: str
+    regex: str
+    requires: tuple[str, ...]
+    confidence: float
+    order: int  # position in the file: breaks priority ties
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    categories: Mapping[str, Category]
+    patterns: tuple[Pattern, ...]  # sorted: highest priority first, then file order
+
+    def in_scope(self, scope: str) -> tuple[Pattern, ...]:
+        return tuple(p for p in self.patterns if p.scope == scope)
+
+
+def _require(cond: bool, where: str, message: str) -> None:
+    if not cond:
+        raise RulesError(f"{where}: {message}")
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    _require(isinstance(value, list) and all(isinstance(v, str) for v in value), where, "must be a list of strings")
+    return tuple(value)
+
+
+def parse_category(cat_id: str, raw: Any, where: str) -> Category:
+    where = f"{where}: category {cat_id!r}"
+    _require(cat_id in CATEGORY_IDS, where, f"unknown category id (known: {', '.join(CATEGORY_IDS)})")
+    _require(isinstance(raw, dict), where, "must be a mapping")
+    for key in ("title", "summary", "diagnostics", "key_files", "next_steps", "test_files", "labels"):
+        _require(key in raw, where, f"missing field {key!r}")
+    diag = raw["diagnostics"]
+    _require(isinstance(diag, dict) and isinstance(diag.get("env", {}), dict), f"{where}.diagnostics", "needs an `env` mapping")
+    env = {str(k): str(v) for k, v in (diag.get("env") or {}).items()}
+    test_files = _str_list(raw["test_files"], f"{where}.test_files")
+    for bad in FORBIDDEN_TEST_FILES:
+        _require(bad not in test_files, f"{where}.test_files", f"{bad} is oversized; name a topic-specific file")
+    return Category(
+        id=cat_id,
+        title=str(raw["title"]),
+        summary=str(raw["summary"]),
+        diagnostics=Diagnostics(env=env, note=str(diag.get("note", ""))),
+        key_files=_str_list(raw["key_files"], f"{where}.key_files"),
+        next_steps=_str_list(raw["next_steps"], f"{where}.next_steps"),
+        test_files=test_files,
+        labels=_str_list(raw["labels"], f"{where}.labels"),
+    )
+
+
+def parse_pattern(raw: Any, order: int, where: str, categories: Mapping[str, Category]) -> Pattern:
+    _require(isinstance(raw, dict), f"{where}: pattern #{order + 1}", "must be a mapping")
+    name = raw.get("name")
+    where = f"{where}: pattern {name!r}" if name else f"{where}: pattern #{order + 1}"
+    for key in ("name", "category", "priority", "in", "regex"):
+        _require(key in raw, where, f"missing field {key!r}")
+    _require(raw["category"] in categories, where, f"category {raw['category']!r} is not defined in categories.yaml")
+    _require(isinstance(raw["priority"], int) and 0 <= raw["priority"] <= 100, where, "priority must be an integer 0-100")
+    _require(raw["in"] in SCOPES, where, f"`in` must be one of {', '.join(SCOPES)}")
+    requires = _str_list(raw.get("requires", []), f"{where}.requires")
+    for fact in requires:
+        _require(fact in FACTS, where, f"unknown fact {fact!r} in requires (known: {', '.join(FACTS)})")
+    confidence = raw.get("confidence", 0.7)
+    _require(isinstance(confidence, (int, float)) and 0 < confidence <= 1, where, "confidence must be in (0, 1]")
+    try:
+        re2.compile(raw["regex"])
+    except re2.error as exc:
+        raise RulesError(f"{where}: regex does not compile under RE2: {exc}") from None
+    return Pattern(
+        name=str(name),
+        category=raw["category"],
+        priority=raw["priority"],
+        scope=raw["in"],
+        regex=raw["regex"],
+        requires=requires,
+        confidence=float(confidence),
+        order=order,
+    )
+
+
+def parse_ruleset(categories_doc: Any, patterns_doc: Any, *, where: str = "rules") -> Ruleset:
+    """Build a Ruleset from the two parsed YAML documents (pure: no file access)."""
+    _require(isinstance(categories_doc, dict) and isinstance(categories_doc.get("categories"), dict),
+             f"{where}/categories.yaml", "needs a top-level `categories` mapping")
+    categories = {cid: parse_category(cid, raw, f"{where}/categories.yaml")
+                  for cid, raw in categories_doc["categories"].items()}
+    missing = [cid for cid in CATEGORY_IDS if cid not in categories]
+    _require(not missing, f"{where}/categories.yaml", f"missing categories: {', '.join(missing)}")
+    _require(isinstance(patterns_doc, dict) and isinstance(patterns_doc.get("patterns"), list),
+             f"{where}/patterns.yaml", "needs a top-level `patterns` list")
+    patterns = [parse_pattern(raw, i, f"{where}/patterns.yaml", categories)
+                for i, raw in enumerate(patterns_doc["patterns"])]
+    names = [p.name for p in patterns]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    _require(not dupes, f"{where}/patterns.yaml", f"duplicate pattern names: {', '.join(dupes)}")
+    ranked = tuple(sorted(patterns, key=lambda p: (-p.priority, p.order)))
+    return Ruleset(categories=categories, patterns=ranked)
+
+
+def _load_yaml(path: Path | Any, label: str) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise RulesError(f"{label}: not valid YAML: {exc}") from None
+
+
+def load_ruleset(rules_dir: str | Path | None = None) -> Ruleset:
+    """Load the bundled rules, or those in `rules_dir` (same two file names)."""
+    base = Path(rules_dir) if rules_dir else resources.files("bot.rules")
+    label = str(rules_dir) if rules_dir else "bot/rules"
+    categories_doc = _load_yaml(base / "categories.yaml", f"{label}/categories.yaml")
+    patterns_doc = _load_yaml(base / "patterns.yaml", f"{label}/patterns.yaml")
+    return parse_ruleset(categories_doc, patterns_doc, where=label)

@@ -1,0 +1,150 @@
+"""Reading the final error out of a region of text (pure).
+
+Three shapes are understood, because that is what reaches us:
+- CPython tracebacks, possibly chained ("The above exception was the direct cause ..."),
+- pytest's long format (`path.py:12: in func` frames and `E   Type: message` lines),
+- a bare "Type: message" line pasted into an issue without its traceback.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+from .records import ExceptionChain, Frame, RaisedException
+
+NumberedLine = tuple[int, str]  # (1-based line number in the input, cleaned text)
+
+FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
+PYTEST_FRAME_RE = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+):(?: in (?P<func>\S+)| (?P<exc>\w+))?\s*$")
+HEAD_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?P<msg>.*))?$")
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+CHAIN_SEPARATORS = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+# Lines that end an exception message: the next structure in a log, a code fence, a test summary.
+MESSAGE_END_RE = re.compile(
+    r"^(?:`{3,}|~{3,}|={3,}|_{3,}\s|-{3,} |(?:PASSED|FAILED|ERROR|SKIPPED) |##\[|\[[\d:., -]+\] |[IWEVD]\d{4} \d\d:\d\d:\d\d"
+    r"|</details>|\$ |>>> )"
+)
+PYTEST_E_RE = re.compile(r"^E(?: {1,8}|$)")
+MAX_MESSAGE_LINES = 200
+MAX_MESSAGE_CHARS = 64_000
+
+
+def looks_like_exception_type(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return bool(last) and last[0].isupper() and not last.isupper() and " " not in name
+
+
+def parse_head(text: str) -> tuple[str, str] | None:
+    """("pkg.TypeName", "message first line") for an exception head line, else None."""
+    match = HEAD_RE.match(text.strip())
+    if not match or not looks_like_exception_type(match["type"]):
+        return None
+    if match["msg"] is None and not re.search(r"(Error|Exception|Exit|Interrupt|Unsupported|Hit|Failed)$", match["type"]):
+        return None
+    return match["type"], (match["msg"] or "").strip()
+
+
+def _read_message(lines: Sequence[NumberedLine], start: int) -> tuple[str, int]:
+    """The message that starts at lines[start]; returns it and the index after its last line."""
+    collected, size, index = [], 0, start
+    while index < len(lines) and len(collected) < MAX_MESSAGE_LINES and size < MAX_MESSAGE_CHARS:
+        text = lines[index][1]
+        if index > start and (text.startswith(TRACEBACK_HEADER) or text in CHAIN_SEPARATORS or MESSAGE_END_RE.match(text)):
+            break
+        collected.append(text)
+        size += len(text) + 1
+        index += 1
+    while collected and not collected[-1].strip():
+        collected.pop()
+    return "\n".join(collected), index
+
+
+def _parse_one_traceback(lines: Sequence[NumberedLine], start: int) -> tuple[RaisedException | None, int]:
+    """Parse a CPython traceback whose header is lines[start]; returns the exception and next index."""
+    frames: list[Frame] = []
+    index = start + 1
+    while index < len(lines):
+        text = lines[index][1]
+        frame = FRAME_RE.match(text)
+        if frame:
+            frames.append(Frame(frame["path"], int(frame["line"]), (frame["func"] or "").strip()))
+        elif text and not text[0].isspace() and not text.startswith("[Previous line"):
+            break
+        index += 1
+    if index >= len(lines):
+        return None, index
+    head = parse_head(lines[index][1])
+    if head is None:
+        return None, index + 1
+    message, after = _read_message(lines, index)
+    return RaisedException(head[0], lines[index][1].strip(), message, lines[index][0], tuple(frames)), after
+
+
+def parse_python_chain(lines: Sequence[NumberedLine]) -> ExceptionChain | None:
+    """The last chain of CPython tracebacks in `lines` (root cause first), or None."""
+    chain: list[RaisedException] = []
+    index, linked = 0, False
+    while index < len(lines):
+        text = lines[index][1]
+        if text.startswith(TRACEBACK_HEADER):
+            exc, index = _parse_one_traceback(lines, index)
+            if exc is not None:
+                chain = chain + [exc] if linked else [exc]
+            linked = False
+            continue
+        if text.strip() in CHAIN_SEPARATORS:
+            linked = bool(chain)
+        index += 1
+    return ExceptionChain(tuple(chain[-8:])) if chain else None
+
+
+def parse_pytest_failure(lines: Sequence[NumberedLine]) -> ExceptionChain | None:
+    """The last `E   Type: message` block of pytest output, with the `file.py:N: in f` frames before it."""
+    blocks: list[list[NumberedLine]] = []
+    for number, text in lines:
+        if PYTEST_E_RE.match(text):
+            stripped = (number, text[1:].lstrip(" ") if len(text) > 1 else "")
+            if blocks and blocks[-1][-1][0] == number - 1:
+                blocks[-1].append(stripped)
+            else:
+                blocks.append([stripped])
+    for block in reversed(blocks):
+        inner = parse_python_chain(block)
+        head_index = next((i for i, (_, t) in enumerate(block) if parse_head(t)), None)
+        if inner is None and head_index is None:
+            continue
+        frames = tuple(_pytest_frames(lines, until=block[0][0]))
+        if inner is not None:
+            last = inner.final
+            return ExceptionChain(inner.exceptions[:-1] + (RaisedException(last.type_name, last.head, last.message, last.line, frames + last.frames),))
+        type_name, _ = parse_head(block[head_index][1])
+        message, _ = _read_message(block, head_index)
+        return ExceptionChain((RaisedException(type_name, block[head_index][1].strip(), message, block[head_index][0], frames),))
+    return None
+
+
+def _pytest_frames(lines: Sequence[NumberedLine], until: int) -> Iterable[Frame]:
+    """`path.py:12: in func` frame lines of the test section that ends at line `until`."""
+    section: list[Frame] = []
+    for number, text in lines:
+        if number >= until:
+            break
+        if re.match(r"^_{5,} .* _{5,}$", text):
+            section = []
+        frame = PYTEST_FRAME_RE.match(text)
+        if frame:
+            section.append(Frame(frame["path"], int(frame["line"]), frame["func"] or ""))
+    return section
+
+
+def parse_bare_exception(lines: Sequence[NumberedLine]) -> ExceptionChain | None:
+    """The last line that reads like "Type: message" when no traceback came with it."""
+    for index in range(len(lines) - 1, -1, -1):
+        head = parse_head(lines[index][1])
+        if head and ("Error" in head[0] or "Exception" in head[0] or head[1]):
+            message, _ = _read_message(lines, index)
+            return ExceptionChain((RaisedException(head[0], lines[index][1].strip(), message, lines[index][0]),))
+    return None
