@@ -1,0 +1,228 @@
+"""Classification examples: real torch 2.13 output (fixtures/) and the confusable cases."""
+from __future__ import annotations
+
+import mmap
+
+import pytest
+
+from bot.classify import Classifier
+
+VERBOSE_FOOTER = ("Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace (please do this especially if "
+                  "you're reporting a bug to PyTorch). For even more developer context, set TORCH_LOGS=\"+dynamo\"\n")
+
+
+@pytest.mark.parametrize("fixture, category, rule", [
+    ("fullgraph_data_dependent_branch.log", "graph_break", "unsupported_exception"),
+    ("inductor_cpp_compile_error.log", "backend_compiler_failed", "cpp_compile_error"),
+    ("recompile_limit.log", "recompilation", "recompile_limit_hit"),
+    ("export_data_dependent.log", "export_failure", "export_error_footer"),
+    ("graph_break_log_only.log", "graph_break", "graph_break_log"),
+    ("inductor_runtime_error.log", "runtime_crash", "raised_in_generated_code"),
+])
+def test_real_torch_output(classifier, fixture_bytes, fixture, category, rule):
+    result = classifier.classify(fixture_bytes(fixture))
+    assert (result.category, result.rule) == (category, rule)
+    assert 0.5 <= result.confidence <= 1
+
+
+def test_graph_break_carries_registry_id_and_points_at_the_exception_line(classifier, fixture_bytes):
+    result = classifier.classify(fixture_bytes("fullgraph_data_dependent_branch.log"))
+    assert result.graph_break_id == "GB0170"
+    assert result.evidence[0].text == "torch._dynamo.exc.Unsupported: Data-dependent branching"
+    lines = fixture_bytes("fullgraph_data_dependent_branch.log").decode().split("\n")
+    assert lines[result.evidence[0].line - 1] == result.evidence[0].text
+
+
+def test_graph_break_id_from_the_logged_break(classifier, fixture_bytes):
+    assert classifier.classify(fixture_bytes("graph_break_log_only.log")).graph_break_id == "GB0124"
+
+
+def test_graph_break_id_by_gb_type_when_no_url_is_printed(classifier):
+    text = "Traceback (most recent call last):\n  File \"r.py\", line 3, in f\ntorch._dynamo.exc.Unsupported: Data-dependent branching\n"
+    assert classifier.classify_text(text).graph_break_id == "GB0170"
+
+
+def test_cpp_compile_error_evidence_is_the_error_line_not_the_warnings(classifier, fixture_bytes):
+    result = classifier.classify(fixture_bytes("inductor_cpp_compile_error.log"))
+    texts = [e.text for e in result.evidence]
+    assert any("error: ‘compile’ was not declared in this scope" in t for t in texts)
+    assert not any("warning:" in t for t in texts)
+    assert "error: ‘compile’ was not declared" in result.signature
+
+
+def test_chained_exception_root_cause_decides(classifier, fixture_bytes):
+    # The chain ends in FailOnRecompileLimitHit; its cause is an Unsupported (a graph-break type).
+    result = classifier.classify(fixture_bytes("recompile_limit.log"))
+    assert result.category == "recompilation"
+    assert result.exception_type == "torch._dynamo.exc.FailOnRecompileLimitHit"
+
+
+def test_signature_is_machine_independent(classifier, fixture_bytes):
+    original = fixture_bytes("inductor_runtime_error.log")
+    moved = (original.replace(b"/work/main/.venv/lib/python3.11/site-packages", b"/opt/conda/lib/python3.10/site-packages")
+             .replace(b"/tmp/torchinductor_root/eh/cehv26dolnjxuebw3vraqncvhpvl2z7iwj2gazjgqjfdwcn7ho2r.py",
+                      b"/tmp/torchinductor_ci/ab/cabq6dolnjxuebw3vraqncvhpvl2z7iwj2gazjgqjfdwcn7ho99.py")
+             .replace(b"line 80", b"line 91"))
+    assert classifier.classify(original).signature == classifier.classify(moved).signature
+
+
+def test_mmap_input_gives_the_same_result_as_bytes(classifier, tmp_path, fixture_bytes):
+    data = fixture_bytes("export_data_dependent.log")
+    path = tmp_path / "log.txt"
+    path.write_bytes(data)
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert classifier.classify(mapped) == classifier.classify(data)
+
+
+# --- confusable pairs --------------------------------------------------------------------------
+
+def _traceback(*frames: str, error: str) -> str:
+    lines = ["Traceback (most recent call last):"]
+    for frame in frames:
+        lines += [f'  File "{frame}", line 10, in fn', "    call()"]
+    return "\n".join(lines + [error]) + "\n"
+
+
+USER = "/home/me/repro.py"
+SITE = "/usr/lib/python3.11/site-packages/"
+
+
+def test_data_dependent_error_under_export_is_an_export_failure(classifier):
+    text = _traceback(USER, SITE + "torch/export/_trace.py", SITE + "torch/fx/experimental/symbolic_shapes.py",
+                      error="torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode: Could not guard on data-dependent expression Eq(u0, 1)")
+    assert classifier.classify_text(text).category == "export_failure"
+
+
+def test_data_dependent_error_under_compile_is_dynamic_shapes(classifier):
+    text = _traceback(USER, SITE + "torch/_dynamo/eval_frame.py",
+                      error="torch._dynamo.exc.UserError: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0)")
+    assert classifier.classify_text(text).category == "dynamic_shapes"
+
+
+def test_unsupported_under_fullgraph_is_a_graph_break_not_export(classifier):
+    text = _traceback(USER, SITE + "torch/_dynamo/eval_frame.py", error="torch._dynamo.exc.Unsupported: Call to `torch._dynamo.graph_break()`")
+    assert classifier.classify_text(text).category == "graph_break"
+
+
+def test_triton_runtime_assert_is_a_triton_kernel_bug(classifier):
+    text = ("/tmp/torchinductor_u/ab/cabc.py:23: unknown: block: [0,0,0], thread: [32,0,0] "
+            "Assertion `index out of bounds: 0 <= tmp4 < 64` failed.\n"
+            + _traceback(USER, SITE + "torch/_inductor/runtime/triton_heuristics.py",
+                         error="RuntimeError: CUDA error: device-side assert triggered"))
+    assert classifier.classify_text(text).category == "triton_kernel_bug"
+
+
+def test_triton_compile_error_is_a_triton_kernel_bug_but_cpp_compile_error_is_backend(classifier):
+    triton = _traceback(USER, SITE + "torch/_inductor/async_compile.py",
+                        error="torch._inductor.exc.InductorError: CompilationError: at 7:11:\n    tmp1 = compile error!\n           ^\ntriton.compiler.errors.CompilationError")
+    cpp = _traceback(USER, SITE + "torch/_inductor/cpp_builder.py", error="torch._inductor.exc.InductorError: CppCompileError: C++ compile error")
+    assert classifier.classify_text(triton).category == "triton_kernel_bug"
+    assert classifier.classify_text(cpp).category == "backend_compiler_failed"
+
+
+def test_mismatch_with_compile_in_the_picture_is_accuracy(classifier):
+    text = "out_c = torch.compile(model)(x)\n" + _traceback(
+        USER, SITE + "torch/testing/_comparison.py",
+        error="AssertionError: Tensor-likes are not close!\n\nMismatched elements: 8 / 8 (100.0%)")
+    assert classifier.classify_text(text).category == "accuracy"
+
+
+def test_mismatch_in_plain_eager_code_is_not_pt2(classifier):
+    text = "expected = np.sin(a)\n" + _traceback(
+        USER, SITE + "torch/testing/_comparison.py",
+        error="AssertionError: Tensor-likes are not close!\n\nMismatched elements: 8 / 8 (100.0%)")
+    assert classifier.classify_text(text).category == "not_pt2"
+
+
+def test_eager_oom_in_an_issue_that_mentions_compile_in_passing_is_not_pt2(classifier):
+    text = ("We use torch.compile elsewhere in the project, but this fails before it.\n"
+            + _traceback(USER, SITE + "torch/nn/modules/module.py", SITE + "torch/nn/modules/linear.py",
+                         error="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert classifier.classify_text(text).category == "not_pt2"
+
+
+# --- noise ---------------------------------------------------------------------------------------
+
+WARNINGS = (
+    "/site-packages/torch/_inductor/compile_fx.py:236: UserWarning: TensorFloat32 tensor cores for float32 matrix "
+    "multiplication available but not enabled. Consider setting `torch.set_float32_matmul_precision('high')`\n"
+    "  warnings.warn(\n"
+    "/site-packages/torch/_dynamo/variables/functions.py:1500: FutureWarning: `torch._dynamo.config.foo` is deprecated\n"
+)
+
+
+def test_warnings_and_footers_alone_are_not_a_failure(classifier):
+    result = classifier.classify_text(WARNINGS + VERBOSE_FOOTER + "epoch 1 loss 0.31\n")
+    assert result.category == "not_pt2"
+    assert result.exception_type is None
+
+
+def test_warnings_and_footers_do_not_hide_the_real_error(classifier, fixture_bytes):
+    data = WARNINGS.encode() + fixture_bytes("inductor_cpp_compile_error.log") + (WARNINGS + VERBOSE_FOOTER).encode()
+    result = classifier.classify(data)
+    assert result.category == "backend_compiler_failed"
+    assert result.exception_type == "torch._inductor.exc.InductorError"
+
+
+def test_a_passing_test_that_prints_compile_is_not_pt2(classifier):
+    text = ("test_compile_speed (__main__.TestCompile.test_compile_speed) ... ok\n"
+            "compiled model in 3.2s with torch.compile\n----\nRan 1 test in 3.5s\n\nOK\n")
+    assert classifier.classify_text(text).category == "not_pt2"
+
+
+def test_last_error_wins_over_earlier_noise(classifier, fixture_bytes):
+    noise = _traceback(USER, error="KeyError: 'harmless retry'") + "retrying\n" + VERBOSE_FOOTER
+    result = classifier.classify(noise.encode() + fixture_bytes("fullgraph_data_dependent_branch.log"))
+    assert result.category == "graph_break"
+
+
+def test_pytest_ci_log_with_timestamps_and_colours(classifier):
+    log = "\n".join(f"2026-11-20T10:11:{i:02d}.1234567Z {line}" for i, line in enumerate([
+        "\x1b[1m_______________ TestRepro.test_cond _______________\x1b[0m",
+        "test/dynamo/test_x.py:41: in test_cond",
+        "    torch.compile(f, fullgraph=True)(x)",
+        "torch/_dynamo/eval_frame.py:1183: in compile_wrapper",
+        "\x1b[31mE   torch._dynamo.exc.Unsupported: Data-dependent branching\x1b[0m",
+        "\x1b[31mE     Explanation: Detected data-dependent branching\x1b[0m",
+        "=========================== short test summary info ============================",
+        "FAILED test/dynamo/test_x.py::TestRepro::test_cond - torch._dynamo.exc.Unsupported: Data-dependent branching",
+    ]))
+    result = classifier.classify_text(log)
+    assert result.category == "graph_break"
+    assert result.graph_break_id == "GB0170"
+    assert classifier.scanner.scan(log.encode()).failing_tests == ["test/dynamo/test_x.py::TestRepro::test_cond"]
+
+
+# --- bad input -------------------------------------------------------------------------------------
+
+def test_empty_input(classifier):
+    result = classifier.classify(b"")
+    assert (result.category, result.evidence) == ("not_pt2", ())
+
+
+def test_binary_garbage(classifier):
+    import random
+    garbage = bytes(random.Random(0).randrange(256) for _ in range(200_000))
+    assert classifier.classify(garbage).category in ("not_pt2", "unknown")
+
+
+def test_non_utf8_and_crlf(classifier, fixture_bytes):
+    data = fixture_bytes("fullgraph_data_dependent_branch.log").replace(b"\n", b"\r\n")
+    data = data.replace(b"Traceback (most recent", b"\xff\xfe junk\r\nTraceback (most recent")
+    result = classifier.classify(data)
+    assert result.category == "graph_break"
+    assert result.evidence[0].text == "torch._dynamo.exc.Unsupported: Data-dependent branching"
+
+
+def test_ansi_coloured_traceback(classifier, fixture_bytes):
+    data = fixture_bytes("fullgraph_data_dependent_branch.log").replace(
+        b"torch._dynamo.exc.Unsupported", b"\x1b[1;35mtorch._dynamo.exc.Unsupported\x1b[0m")
+    assert classifier.classify(data).category == "graph_break"
+
+
+def test_50mb_log_with_the_error_on_the_last_line(classifier):
+    filler = b"2026-11-20T10:11:12.1234567Z test/test_ops.py::TestCommon::test_add PASSED [ 12%]\n"
+    data = filler * (50_000_000 // len(filler)) + b"torch._dynamo.exc.Unsupported: Data-dependent branching"
+    result = classifier.classify(data)
+    assert result.category == "graph_break"
+    assert result.evidence[0].line == data.count(b"\n") + 1

@@ -1,0 +1,84 @@
+"""The triage table: what the bundled rules promise, and how a broken rules file is reported."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.ruleset import CATEGORY_IDS, RulesError, load_ruleset, parse_ruleset
+
+RULES = Path(__file__).resolve().parents[2] / "bot" / "rules"
+
+
+@pytest.fixture
+def docs():
+    return (yaml.safe_load((RULES / "categories.yaml").read_text()),
+            yaml.safe_load((RULES / "patterns.yaml").read_text()))
+
+
+def test_every_category_is_defined_with_its_table_row(ruleset):
+    assert set(ruleset.categories) == set(CATEGORY_IDS)
+    for category in ruleset.categories.values():
+        assert category.title and category.summary and category.next_steps
+        assert "test/dynamo/test_misc.py" not in category.test_files
+
+
+@pytest.mark.parametrize("category, variable, value", [
+    ("graph_break", "TORCH_LOGS", "graph_breaks"),
+    ("recompilation", "TORCH_LOGS", "recompiles,recompiles_verbose,guards"),
+    ("backend_compiler_failed", "TORCHDYNAMO_REPRO_LEVEL", "2"),
+    ("backend_compiler_failed", "TORCHDYNAMO_REPRO_AFTER", "aot"),
+    ("accuracy", "TORCHDYNAMO_REPRO_LEVEL", "4"),
+    ("runtime_crash", "CUDA_LAUNCH_BLOCKING", "1"),
+    ("runtime_crash", "PYTORCH_NO_CUDA_MEMORY_CACHING", "1"),
+    ("runtime_crash", "TORCHINDUCTOR_NAN_ASSERTS", "1"),
+    ("triton_kernel_bug", "TORCH_LOGS", "output_code,schedule"),
+    ("aoti_failure", "AOTI_RUNTIME_CHECK_INPUTS", "1"),
+    ("aot_autograd_failure", "TORCH_LOGS", "aot,aot_graphs,aot_joint_graph"),
+])
+def test_diagnostics_follow_the_guides(ruleset, category, variable, value):
+    assert ruleset.categories[category].diagnostics.env[variable] == value
+
+
+def test_pt2_categories_have_topic_specific_test_files_and_labels(ruleset):
+    for cid in CATEGORY_IDS:
+        if cid != "not_pt2":
+            assert ruleset.categories[cid].test_files, cid
+            assert "oncall: pt2" in ruleset.categories[cid].labels, cid
+    assert ruleset.categories["export_failure"].test_files[0] == "test/export/test_export.py"
+    assert ruleset.categories["recompilation"].test_files[0] == "test/dynamo/test_recompiles.py"
+
+
+def test_patterns_are_ranked_by_priority_then_file_order(ruleset):
+    keys = [(-p.priority, p.order) for p in ruleset.patterns]
+    assert keys == sorted(keys)
+    assert ruleset.patterns[0].name == "recompile_limit_hit"
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda c, p: c["categories"].pop("accuracy"), "missing categories: accuracy"),
+    (lambda c, p: c["categories"].__setitem__("bogus", c["categories"]["accuracy"]), "category 'bogus': unknown category id"),
+    (lambda c, p: c["categories"]["accuracy"].pop("labels"), "category 'accuracy': missing field 'labels'"),
+    (lambda c, p: c["categories"]["graph_break"]["test_files"].append("test/dynamo/test_misc.py"), "test_misc.py is oversized"),
+    (lambda c, p: p["patterns"][0].__setitem__("regex", "(?<=lookbehind)x"), "pattern 'aoti_entry_point': regex does not compile under RE2"),
+    (lambda c, p: p["patterns"][1].__setitem__("category", "nope"), "pattern 'aoti_api_in_error': category 'nope' is not defined"),
+    (lambda c, p: p["patterns"][1].__setitem__("in", "everywhere"), "`in` must be one of"),
+    (lambda c, p: p["patterns"][1].__setitem__("priority", 1000), "priority must be an integer 0-100"),
+    (lambda c, p: p["patterns"][1].__setitem__("requires", ["sunny"]), "unknown fact 'sunny'"),
+    (lambda c, p: p["patterns"][1].pop("regex"), "pattern 'aoti_api_in_error': missing field 'regex'"),
+    (lambda c, p: p["patterns"].append(dict(p["patterns"][0])), "duplicate pattern names: aoti_entry_point"),
+])
+def test_a_broken_rules_file_names_the_bad_entry(docs, mutate, message):
+    categories, patterns = copy.deepcopy(docs)
+    mutate(categories, patterns)
+    with pytest.raises(RulesError, match=message.replace("(", r"\(").replace("?", r"\?")):
+        parse_ruleset(categories, patterns)
+
+
+def test_invalid_yaml_is_a_clear_error(tmp_path):
+    (tmp_path / "categories.yaml").write_text("categories: [unclosed")
+    (tmp_path / "patterns.yaml").write_text("patterns: []")
+    with pytest.raises(RulesError, match="categories.yaml: not valid YAML"):
+        load_ruleset(tmp_path)

@@ -1,0 +1,74 @@
+from bot.tracebacks import parse_bare_exception, parse_head, parse_pytest_failure, parse_python_chain
+
+
+def numbered(text: str, first: int = 1):
+    return [(first + i, line) for i, line in enumerate(text.split("\n"))]
+
+
+CHAINED = """\
+Traceback (most recent call last):
+  File "/site-packages/torch/_dynamo/convert_frame.py", line 2024, in _compile
+    raise_unimplemented_cache_limit_exceeded()
+torch._dynamo.exc.Unsupported: Dynamo recompile limit exceeded
+  Explanation: Dynamo attempted to recompile the code object too many times
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/tmp/repro.py", line 8, in <module>
+    f(torch.randn(3), i)
+torch._dynamo.exc.FailOnRecompileLimitHit: Hard failure due to fail_on_recompile_limit_hit"""
+
+
+def test_chained_exceptions_are_read_root_cause_first():
+    chain = parse_python_chain(numbered(CHAINED))
+    assert [e.type_name for e in chain.exceptions] == [
+        "torch._dynamo.exc.Unsupported", "torch._dynamo.exc.FailOnRecompileLimitHit"]
+    assert chain.root.origin == "/site-packages/torch/_dynamo/convert_frame.py"
+    assert chain.final.line == 12
+    assert "Explanation" in chain.root.message
+
+
+def test_an_unrelated_earlier_traceback_is_not_part_of_the_final_chain():
+    text = "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 'x'\nretrying...\n" + CHAINED
+    chain = parse_python_chain(numbered(text))
+    assert chain.root.type_name == "torch._dynamo.exc.Unsupported"
+
+
+def test_message_stops_at_a_code_fence():
+    text = "```\nTraceback (most recent call last):\n  File \"a.py\", line 1, in f\nValueError: bad\nmore detail\n```\nThanks!"
+    chain = parse_python_chain(numbered(text))
+    assert chain.final.message == "ValueError: bad\nmore detail"
+
+
+def test_pytest_long_format_with_frames():
+    text = """\
+____________________ TestRepro.test_cond ____________________
+test/dynamo/test_x.py:41: in test_cond
+    torch.compile(f, fullgraph=True)(x)
+torch/_dynamo/eval_frame.py:1183: in compile_wrapper
+    raise e.remove_dynamo_frames() from None
+E   torch._dynamo.exc.Unsupported: Data-dependent branching
+E     Explanation: Detected data-dependent branching"""
+    chain = parse_pytest_failure(numbered(text))
+    assert chain.final.type_name == "torch._dynamo.exc.Unsupported"
+    assert chain.final.line == 6
+    assert [f.path for f in chain.final.frames] == ["test/dynamo/test_x.py", "torch/_dynamo/eval_frame.py"]
+
+
+def test_bare_exception_line_without_traceback():
+    chain = parse_bare_exception(numbered("I get this:\n\ntorch._inductor.exc.InductorError: LoweringException: boom\n\nany idea?"))
+    assert chain.final.type_name == "torch._inductor.exc.InductorError"
+    assert chain.final.frames == ()
+
+
+def test_head_parsing_rejects_prose():
+    assert parse_head("KeyError: 'x'") == ("KeyError", "'x'")
+    assert parse_head("SystemExit") == ("SystemExit", "")
+    assert parse_head("Note: this is prose") == ("Note", "this is prose")  # shape only; callers check context
+    assert parse_head("hello world") is None
+    assert parse_head("NOTE: shouting") is None
+
+
+def test_bare_prose_with_a_colon_is_not_an_exception():
+    assert parse_bare_exception(numbered("Note: I use torch.compile\nExpected: it works")) is None
