@@ -28,6 +28,8 @@ MESSAGE_END_RE = re.compile(
     r"|</details>|\$ |>>> )"
 )
 PYTEST_E_RE = re.compile(r"^E(?: {1,8}|$)")
+# Without a traceback around it, only a type named like an exception counts ("Note: ..." does not).
+EXCEPTION_TYPE_SUFFIX_RE = re.compile(r"(?:Error|Exception|Unsupported|Exit|Interrupt|Failure|Failed|LimitHit|Violation|Issue|Missing)$")
 MAX_MESSAGE_LINES = 200
 MAX_MESSAGE_CHARS = 64_000
 
@@ -144,7 +146,7 @@ def parse_bare_exception(lines: Sequence[NumberedLine]) -> ExceptionChain | None
     """The last line that reads like "Type: message" when no traceback came with it."""
     for index in range(len(lines) - 1, -1, -1):
         head = parse_head(lines[index][1])
-        if head and ("Error" in head[0] or "Exception" in head[0] or head[1]):
+        if head and EXCEPTION_TYPE_SUFFIX_RE.search(head[0]):
             message, _ = _read_message(lines, index)
             return ExceptionChain((RaisedException(head[0], lines[index][1].strip(), message, lines[index][0]),))
     return None
