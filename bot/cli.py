@@ -13,6 +13,8 @@ from typing import Iterator
 from . import __version__
 from .classify import Classifier
 from .evaluate import evaluate
+from .extract import request_from_text
+from .logtext import decode
 from .graph_breaks import load_registry
 from .records import Classification
 from .render import render
@@ -55,16 +57,25 @@ def classification_json(result: Classification, ruleset: Ruleset) -> dict:
     return data
 
 
+MAX_ISSUE_BYTES = 2 << 20  # larger inputs are logs: no markdown to extract from
+
+
 def cmd_classify(args: argparse.Namespace) -> int:
     classifier = build_classifier(args.rules)
     with open_input(args.file) as data:
         result = classifier.classify(data)
+        request = request_from_text(decode(data[:MAX_ISSUE_BYTES]), source="local_file", reference=args.file) \
+            if len(data) <= MAX_ISSUE_BYTES else None
     if args.json:
-        print(json.dumps(classification_json(result, classifier.ruleset), indent=2))
+        payload = classification_json(result, classifier.ruleset)
+        if request:
+            payload["reporter_environment"] = request.to_dict()["environment"]
+            payload["repro_found"] = bool(request.repro_scripts)
+        print(json.dumps(payload, indent=2))
     else:
         graph_break = classifier.registry.get(result.graph_break_id) if classifier.registry else None
         print(render("verdict.txt.j2", result=result, category=classifier.ruleset.categories[result.category],
-                     graph_break=graph_break), end="")
+                     graph_break=graph_break, request=request), end="")
     return 0
 
 

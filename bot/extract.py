@@ -24,6 +24,7 @@ VERSION_FIELDS = {
 }
 GPU_BLOCK_RE = re.compile(r"^GPU models and configuration:\s*(.*?)(?:\n(?=\S[^\n]*:)|\Z)", re.M | re.S)
 GPU_LINE_RE = re.compile(r"GPU \d+:\s*(.+)")
+NO_GPU_RE = re.compile(r"No CUDA|Could not collect|^N/?A$|^None$", re.I)
 PIP_TORCH_RE = re.compile(r"^\[(?:pip3?|conda)\]\s*torch[=\s]+=*\s*(\d[\w.+]*)", re.M)
 
 # What in a text says which device the failure needs.
@@ -88,8 +89,9 @@ def reporter_environment(text: str) -> ReporterEnvironment:
     gpus: tuple[str, ...] = ()
     if block := GPU_BLOCK_RE.search(text):
         gpus = tuple(dict.fromkeys(m.group(1).strip() for m in GPU_LINE_RE.finditer(block.group(1))))
-        if not gpus and block.group(1).strip() and "Could not collect" not in block.group(1):
-            gpus = (block.group(1).strip().splitlines()[0],)
+        first = block.group(1).strip().splitlines()[0] if block.group(1).strip() else ""
+        if not gpus and first and not NO_GPU_RE.search(first):
+            gpus = (first,)
     hints = tuple(device for device, rx in DEVICE_HINTS if rx.search(text))
     if gpus and "cuda" not in hints and not any(h in hints for h in ("rocm", "xpu")):
         hints = ("cuda",) + hints

@@ -84,3 +84,9 @@ def test_request_from_text_cleans_log_noise():
     request = request_from_text("2026-11-20T10:11:12Z \x1b[31mboom\x1b[0m", source="ci_job", reference="job/1")
     assert request.text == "boom"
     assert request.repro_scripts == ()
+
+
+def test_collect_env_without_a_gpu():
+    env = reporter_environment("PyTorch version: 2.13.0+cpu\nCUDA used to build PyTorch: None\n"
+                               "GPU models and configuration: No CUDA\nNvidia driver version: No CUDA\n")
+    assert (env.torch_version, env.cuda_version, env.gpu_models, env.needs_gpu) == ("2.13.0+cpu", None, (), False)
