@@ -32,6 +32,7 @@ CATEGORY_IDS = (
 SCOPES = ("exception", "message", "origin", "frames", "line", "code")
 FACTS = ("pt2_context", "pt2_frames", "no_pt2_frames", "exception", "no_exception")
 FORBIDDEN_TEST_FILES = ("test/dynamo/test_misc.py",)
+ARTIFACT_KINDS = ("trace", "compile_debug", "minifier")
 
 
 class RulesError(ValueError):
@@ -54,6 +55,8 @@ class Category:
     next_steps: tuple[str, ...]
     test_files: tuple[str, ...]
     labels: tuple[str, ...]
+    artifacts: tuple[str, ...] = ()
+    minifier_level: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,12 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
     test_files = _str_list(raw["test_files"], f"{where}.test_files")
     for bad in FORBIDDEN_TEST_FILES:
         _require(bad not in test_files, f"{where}.test_files", f"{bad} is oversized; name a topic-specific file")
+    artifacts = _str_list(raw.get("artifacts", []), f"{where}.artifacts")
+    for kind in artifacts:
+        _require(kind in ARTIFACT_KINDS, f"{where}.artifacts", f"unknown artifact {kind!r} (known: {', '.join(ARTIFACT_KINDS)})")
+    minifier_level = raw.get("minifier_level")
+    _require(("minifier" in artifacts) == (minifier_level in (2, 4)), where,
+             "`minifier` in artifacts needs minifier_level 2 (compile errors) or 4 (accuracy), and only then")
     return Category(
         id=cat_id,
         title=str(raw["title"]),
@@ -108,6 +117,8 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         next_steps=_str_list(raw["next_steps"], f"{where}.next_steps"),
         test_files=test_files,
         labels=_str_list(raw["labels"], f"{where}.labels"),
+        artifacts=artifacts,
+        minifier_level=minifier_level,
     )
 
 

@@ -10,4 +10,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # torch first and pinned: an unpinned requirement would fetch a CUDA build.
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/pip install -q --disable-pip-version-check "$TORCH_SPEC"
-.venv/bin/pip install -q --disable-pip-version-check -e '.[test,app]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[test,app,runner]'
