@@ -1,0 +1,138 @@
+"""The triage report: everything one triage run learned, as versioned JSON.
+
+The runner side produces `report.json`; the trusted side (App or the Action's publish job)
+reads it back to comment, label and open the PR. `from_dict(to_dict(r)) == r` is tested, and
+`SCHEMA_VERSION` changes whenever a field changes meaning.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, get_args, get_origin, get_type_hints
+
+from . import __version__
+from .records import Classification, Evidence, ReporterEnvironment
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class MachineEnvironment:
+    """Where a repro actually ran (probed, not reported)."""
+
+    python_version: str | None = None
+    torch_version: str | None = None
+    triton_version: str | None = None
+    cuda_version: str | None = None
+    cuda_available: bool = False
+    device_name: str | None = None
+    platform: str | None = None
+    cxx_compiler: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One sandboxed run of the repro and what its output says."""
+
+    purpose: str  # "first run", "diagnostics for <category>", "flakiness check", "minified repro"
+    env: dict[str, str]
+    status: str  # ok | failed | crashed | timeout | limit
+    exit_code: int | None
+    signal: str | None
+    duration_s: float
+    peak_rss_bytes: int | None
+    limits_fired: tuple[str, ...]
+    network_isolated: bool
+    warm: bool
+    classification: Classification
+    output_tail: str  # the last lines of stdout+stderr, for excerpts
+    output_dropped_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class MinifierResult:
+    launcher_found: bool
+    repro_source: str | None
+    verified: bool  # the repro itself fails with the same category
+    signature: str | None
+    duration_s: float
+    note: str
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    status: str  # reproduced | not_reproduced | flaky | needs_gpu | timeout | limit | crashed | error
+    reproduced: bool
+    runs_total: int
+    runs_reproduced: int
+    device: str  # cpu | cuda
+    category_from_text: str | None
+    category_from_run: str | None
+    category_changed: bool
+    summary: str  # one sentence a person reads first
+    runs: tuple[RunRecord, ...] = ()
+    artifacts: tuple[str, ...] = ()  # paths relative to the report's directory
+    minifier: MinifierResult | None = None
+
+
+@dataclass(frozen=True)
+class TriageReport:
+    classification: Classification
+    source: str  # issue | comment | ci_job | local_file
+    reference: str | None = None
+    reporter_environment: ReporterEnvironment = field(default_factory=ReporterEnvironment)
+    machine: MachineEnvironment | None = None
+    reproduction: Reproduction | None = None
+    schema_version: int = SCHEMA_VERSION
+    tool_version: str = __version__
+
+    def to_dict(self) -> dict:
+        return _plain(asdict(self))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TriageReport":
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"report schema version {version!r} is not supported (this tool reads {SCHEMA_VERSION})")
+        return _build(cls, data)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _build(cls: type, data: Any) -> Any:
+    """Rebuild a (nested) frozen dataclass from plain JSON values using its type hints."""
+    hints = get_type_hints(cls)
+    values = {}
+    for f in fields(cls):
+        if f.name in data:
+            values[f.name] = _coerce(hints[f.name], data[f.name])
+    return cls(**values)
+
+
+def _coerce(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = get_origin(hint)
+    args = [a for a in get_args(hint) if a is not type(None)]
+    if origin is None and is_dataclass(hint):
+        return _build(hint, value)
+    if origin in (tuple,) and args:
+        return tuple(_coerce(args[0], v) for v in value)
+    if origin is not None and len(args) == 1 and origin not in (list, dict, tuple):  # Optional[X] / X | None
+        return _coerce(args[0], value)
+    if len(args) == 1 and is_dataclass(args[0]):
+        return _coerce(args[0], value)
+    return value
+
+
+__all__ = ["SCHEMA_VERSION", "MachineEnvironment", "RunRecord", "MinifierResult", "Reproduction", "TriageReport",
+           "Classification", "Evidence"]
