@@ -1,0 +1,433 @@
+"""A test-case reducer for Python source: smallest program for which a predicate still holds.
+
+Generic mechanism: it knows Python syntax, nothing about PT2. The caller supplies
+`is_interesting(source) -> bool` (for us: "runs in the sandbox and fails with the same
+signature"). Every candidate is produced by editing the syntax tree and unparsing it, so every
+candidate parses. Passes run coarse to fine and repeat until none makes progress:
+
+  statements   delete runs of statements in every block (hierarchical delta debugging)
+  unwrap       replace if/for/while/with/try by their bodies
+  arguments    drop call arguments, keyword arguments, list/tuple elements, def parameters
+  expressions  replace an expression by one of its subexpressions
+  constants    shrink numbers (sizes, shapes, ranges, loop counts) toward 1 and 0
+
+Candidates are cached by their text; a batch of candidates is tested in parallel threads when
+`parallelism > 1` (the predicate should then be thread-safe, e.g. one subprocess per call).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import io
+import re
+import time
+import tokenize
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+Predicate = Callable[[str], bool]
+PathStep = tuple[str, int | None]
+NodePath = tuple[PathStep, ...]
+Edit = Callable[[ast.AST], bool]  # mutates a fresh copy of the tree; False = not applicable
+
+
+@dataclass
+class ReduceStats:
+    lines_before: int = 0
+    lines_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    candidates: int = 0  # candidates generated (including cache hits)
+    runs: int = 0  # predicate calls
+    cache_hits: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    wall_s: float = 0.0
+    stop_reason: str = ""
+    passes: dict[str, int] = field(default_factory=dict)  # accepted edits per pass
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ReduceResult:
+    source: str
+    stats: ReduceStats
+
+
+def count_tokens(source: str) -> int:
+    """Significant tokens (no comments, newlines or indentation)."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    try:
+        return sum(1 for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in skip)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return len(source.split())
+
+
+def size_key(source: str) -> tuple[int, int]:
+    """What "smaller" means: fewer characters, then smaller numbers (so 3 -> 1 counts as progress)."""
+    return len(source), sum(int(digits) for digits in re.findall(r"\d+", source))
+
+
+def format_source(tree: ast.AST) -> str:
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+# --- addressing nodes in a tree -------------------------------------------------------------------
+
+def walk_paths(node: ast.AST, path: NodePath = ()) -> Iterator[tuple[NodePath, ast.AST]]:
+    """Every node with its path from the root, parents before children (coarse edits first)."""
+    yield path, node
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                if isinstance(item, ast.AST):
+                    yield from walk_paths(item, path + ((name, index),))
+        elif isinstance(value, ast.AST):
+            yield from walk_paths(value, path + ((name, None),))
+
+
+def resolve(tree: ast.AST, path: NodePath) -> ast.AST:
+    node = tree
+    for name, index in path:
+        node = getattr(node, name) if index is None else getattr(node, name)[index]
+    return node
+
+
+def statement_lists(tree: ast.AST) -> list[tuple[NodePath, str]]:
+    """(owner path, field) of every statement block, outermost first."""
+    found = []
+    for path, node in walk_paths(tree):
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            value = getattr(node, name, None)
+            if isinstance(value, list) and value and isinstance(value[0], (ast.stmt, ast.excepthandler)):
+                found.append((path, name))
+    return found
+
+
+# --- the passes: each yields edits, coarse first ---------------------------------------------------
+
+def statement_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Delete chunks of every block, halving the chunk size (ddmin's complement steps)."""
+    for owner_path, name in statement_lists(tree):
+        length = len(getattr(resolve(tree, owner_path), name))
+        chunk = length
+        while chunk >= 1:
+            for start in range(0, length, chunk):
+                yield "statements", _delete_slice(owner_path, name, start, start + chunk)
+            chunk //= 2
+
+
+def _delete_slice(owner_path: NodePath, name: str, start: int, stop: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        owner = resolve(tree, owner_path)
+        items = getattr(owner, name)
+        if start >= len(items):
+            return False
+        del items[start:stop]
+        if not items and name in ("body",) or (not items and name == "handlers"):
+            if name == "handlers":
+                return False  # a try needs a handler or a finally; unwrap handles try
+            items.append(ast.Pass())
+        return True
+    return edit
+
+
+UNWRAPPABLE = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith,
+               ast.FunctionDef, ast.ClassDef)  # a def's body hoisted in place: inlining a one-use layer
+
+
+def unwrap_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Replace a compound statement by one of its bodies."""
+    for owner_path, name in statement_lists(tree):
+        owner = resolve(tree, owner_path)
+        for index, statement in enumerate(getattr(owner, name)):
+            for body_name in ("body", "orelse", "finalbody"):
+                body = getattr(statement, body_name, None)
+                if isinstance(statement, UNWRAPPABLE) \
+                        and isinstance(body, list) and body:
+                    yield "unwrap", _splice(owner_path, name, index, body_name)
+            if isinstance(statement, ast.Try):
+                for handler_index in range(len(statement.handlers)):
+                    yield "unwrap", _splice(owner_path, name, index, "handlers", handler_index)
+
+
+def _splice(owner_path: NodePath, name: str, index: int, body_name: str, handler: int | None = None) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        items = getattr(resolve(tree, owner_path), name)
+        if index >= len(items):
+            return False
+        statement = items[index]
+        body = statement.handlers[handler].body if handler is not None else getattr(statement, body_name, None)
+        if not body:
+            return False
+        items[index:index + 1] = body
+        return True
+    return edit
+
+
+ARGUMENT_FIELDS = (("Call", "args"), ("Call", "keywords"), ("List", "elts"), ("Tuple", "elts"), ("Set", "elts"),
+                   ("Dict", "keys"), ("arguments", "args"), ("arguments", "kwonlyargs"), ("ClassDef", "bases"),
+                   ("FunctionDef", "decorator_list"), ("ClassDef", "decorator_list"), ("Import", "names"),
+                   ("ImportFrom", "names"))
+
+
+def argument_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Drop one element of argument-like lists (call args, kwargs, list items, params, imports)."""
+    for path, node in walk_paths(tree):
+        for type_name, name in ARGUMENT_FIELDS:
+            if type(node).__name__ == type_name:
+                for index in range(len(getattr(node, name))):
+                    yield "arguments", _drop_item(path, name, index)
+
+
+def _drop_item(path: NodePath, name: str, index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        node = resolve(tree, path)
+        items = getattr(node, name)
+        if index >= len(items) or (isinstance(node, (ast.Import, ast.ImportFrom)) and len(items) == 1):
+            return False
+        del items[index]
+        if isinstance(node, ast.Dict):
+            del node.values[index]
+        if isinstance(node, ast.arguments) and name == "args" and node.defaults:
+            excess = len(node.defaults) - len(node.args)
+            if excess > 0:
+                del node.defaults[:excess]
+        if isinstance(node, ast.arguments) and name == "kwonlyargs":
+            del node.kw_defaults[index]
+        return True
+    return edit
+
+
+def expression_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Replace an expression by one of its direct subexpressions."""
+    for path, node in walk_paths(tree):
+        if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
+            continue
+        if path[-1][0] in ("targets", "target", "ctx") or isinstance(node, (ast.Starred, ast.Slice)):
+            continue
+        for child_name, child_index in _child_expressions(node):
+            yield "expressions", _replace_with_child(path, child_name, child_index)
+
+
+def _child_expressions(node: ast.expr) -> list[PathStep]:
+    found = []
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, ast.expr) and not isinstance(value, (ast.Starred, ast.Slice)):
+            found.append((name, None))
+        elif isinstance(value, list):
+            found.extend((name, i) for i, v in enumerate(value) if isinstance(v, ast.expr) and not isinstance(v, ast.Starred))
+    return found
+
+
+def _replace_with_child(path: NodePath, child_name: str, child_index: int | None) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        parent = resolve(tree, path[:-1])
+        node = resolve(tree, path)
+        child = getattr(node, child_name) if child_index is None else getattr(node, child_name)[child_index]
+        _set(parent, path[-1], child)
+        return True
+    return edit
+
+
+def _set(parent: ast.AST, step: PathStep, value: ast.AST) -> None:
+    name, index = step
+    if index is None:
+        setattr(parent, name, value)
+    else:
+        getattr(parent, name)[index] = value
+
+
+def constant_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Shrink numbers: n -> 1, 2, n // 2 (and floats to 1.0 / 0.0); sizes and counts get small."""
+    for path, node in walk_paths(tree):
+        if path and isinstance(node, ast.Constant) and type(node.value) in (int, float) and not isinstance(node.value, bool):
+            for smaller in _smaller_numbers(node.value):
+                yield "constants", _replace_constant(path, smaller)
+
+
+def _smaller_numbers(value: int | float) -> list[int | float]:
+    if isinstance(value, float):
+        return [v for v in (0.0, 1.0, round(value / 2, 3)) if abs(v) < abs(value)]
+    options = [1, 2, value // 2] if value > 2 else ([1] if value == 2 else [])
+    if value < 0:
+        options = [-1, value // 2]
+    return list(dict.fromkeys(v for v in options if abs(v) < abs(value)))
+
+
+def _replace_constant(path: NodePath, value: int | float) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        node = resolve(tree, path)
+        if not isinstance(node, ast.Constant) or abs(node.value) <= abs(value):
+            return False
+        node.value = value
+        return True
+    return edit
+
+
+PASSES: tuple[Callable[[ast.AST], Iterator[tuple[str, Edit]]], ...] = (
+    statement_edits, unwrap_edits, argument_edits, expression_edits, constant_edits)
+
+
+# --- the driver -----------------------------------------------------------------------------------
+
+class Reducer:
+    def __init__(self, is_interesting: Predicate, *, budget_s: float = 300, max_runs: int = 10_000,
+                 parallelism: int = 1, batch: int | None = None):
+        self.is_interesting = is_interesting
+        self.budget_s = budget_s
+        self.max_runs = max_runs
+        self.parallelism = max(1, parallelism)
+        self.batch = batch or self.parallelism
+        self.cache: dict[str, bool] = {}
+        self.stats = ReduceStats()
+        self.deadline = 0.0
+        self.history: list[str] = []  # accepted candidates, oldest first
+
+    def reduce(self, source: str) -> ReduceResult:
+        started = time.monotonic()
+        self.deadline = started + self.budget_s
+        self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
+        self.history = []
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            return self._finish(source, started, f"the input does not parse: {exc.msg} (line {exc.lineno})")
+        if not self._test(source):
+            return self._finish(source, started, "the original is not interesting: nothing to preserve")
+        best = source
+        with ThreadPoolExecutor(self.parallelism) if self.parallelism > 1 else _Inline() as pool:
+            self.pool = pool
+            reason = "fixpoint: no pass makes progress"
+            while True:
+                self.stats.rounds += 1
+                progressed = False
+                for make_edits in PASSES:
+                    tree, best, changed = self._run_pass(make_edits, tree, best)
+                    progressed |= changed
+                    if self._out_of_budget():
+                        break
+                if self._out_of_budget():
+                    reason = self._budget_reason()
+                    break
+                if not progressed:
+                    break
+        return self._finish(self._confirm(best, source), started, reason)
+
+    def _run_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
+        """Apply edits of one pass greedily; after each accepted edit, regenerate from the new tree."""
+        changed, restart = False, True
+        while restart and not self._out_of_budget():
+            restart = False
+            pending: list[tuple[str, str, ast.AST]] = []
+            for pass_name, edit in make_edits(tree):
+                candidate_tree = copy.deepcopy(tree)
+                try:
+                    if not edit(candidate_tree):
+                        continue
+                    candidate = format_source(candidate_tree)
+                except (IndexError, AttributeError, TypeError, ValueError, RecursionError):
+                    continue
+                if size_key(candidate) >= size_key(best):
+                    continue
+                self.stats.candidates += 1
+                pending.append((pass_name, candidate, candidate_tree))
+                if len(pending) >= self.batch:
+                    winner = self._first_interesting(pending)
+                    pending = []
+                    if winner:
+                        tree, best = self._accept(winner)
+                        changed = restart = True
+                        break
+                if self._out_of_budget():
+                    break
+            if not restart and pending and not self._out_of_budget():
+                winner = self._first_interesting(pending)
+                if winner:
+                    tree, best = self._accept(winner)
+                    changed = restart = True
+        return tree, best, changed
+
+    def _accept(self, winner: tuple[str, str, ast.AST]) -> tuple[ast.AST, str]:
+        pass_name, candidate, candidate_tree = winner
+        self.stats.accepted += 1
+        self.stats.passes[pass_name] = self.stats.passes.get(pass_name, 0) + 1
+        self.history.append(candidate)
+        return ast.parse(candidate), candidate
+
+    def _first_interesting(self, pending: Sequence[tuple[str, str, ast.AST]]):
+        """Test a batch (in parallel when allowed); the earliest interesting one wins (deterministic)."""
+        results = list(self.pool.map(lambda item: self._test(item[1]), pending))
+        return next((item for item, ok in zip(pending, results) if ok), None)
+
+    def _test(self, candidate: str, use_cache: bool = True) -> bool:
+        key = hashlib.sha1(candidate.encode()).hexdigest()
+        if use_cache and key in self.cache:
+            self.stats.cache_hits += 1
+            return self.cache[key]
+        if self.stats.runs >= self.max_runs or time.monotonic() > self.deadline:
+            return False
+        self.stats.runs += 1
+        try:
+            verdict = bool(self.is_interesting(candidate))
+        except Exception:  # a predicate that crashes says "not interesting", never aborts the search
+            verdict = False
+        self.cache[key] = verdict
+        return verdict
+
+    def _confirm(self, best: str, original: str) -> str:
+        """Re-test the result uncached, to catch a flaky predicate; on failure walk back through
+        up to three earlier accepted steps, and finally to the original (known interesting)."""
+        for candidate in [best] + self.history[-2:-5:-1]:
+            if candidate == original:
+                break
+            self.stats.runs += 1
+            try:
+                if self.is_interesting(candidate):
+                    if candidate != best:
+                        self.stats.stop_reason = "flaky: the smallest result did not hold on a re-check; returned an earlier step"
+                    return candidate
+            except Exception:
+                pass
+        if best != original:
+            self.stats.stop_reason = "flaky: no reduced result held on a re-check; returned the original"
+        return original
+
+    def _out_of_budget(self) -> bool:
+        return time.monotonic() > self.deadline or self.stats.runs >= self.max_runs
+
+    def _budget_reason(self) -> str:
+        return "budget: max runs reached" if self.stats.runs >= self.max_runs else "budget: time ran out"
+
+    def _finish(self, source: str, started: float, reason: str) -> ReduceResult:
+        self.stats.lines_after = len(source.splitlines())
+        self.stats.tokens_after = count_tokens(source)
+        self.stats.wall_s = round(time.monotonic() - started, 3)
+        if not self.stats.stop_reason.startswith("flaky"):
+            self.stats.stop_reason = reason
+        return ReduceResult(source, self.stats)
+
+
+class _Inline:
+    """A pool stand-in that maps in the calling thread, stopping at the first True."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def map(self, fn, items):
+        for item in items:
+            result = fn(item)
+            yield result
+            if result:
+                return
+
+
+def reduce_source(source: str, is_interesting: Predicate, **options) -> ReduceResult:
+    return Reducer(is_interesting, **options).reduce(source)
