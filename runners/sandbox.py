@@ -38,7 +38,8 @@ PASS_THROUGH = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER
                 "CC", "CXX", "OMP_NUM_THREADS", "TZ", "CUDA_HOME", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
 SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*_KEY", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "GITHUB_*",
                    "ACTIONS_*", "RUNNER_*", "AWS_*", "PT2_TRIAGE_*", "SSH_AUTH_SOCK")
-OUTPUT_KILL_FACTOR = 64  # after cap * this many bytes on one stream, the run is killed
+OUTPUT_KILL_FACTOR = 64  # a stream past max(cap * this, OUTPUT_KILL_MIN_BYTES) gets the run killed
+OUTPUT_KILL_MIN_BYTES = 64 << 20
 TERM_GRACE_S = 2.0
 LAUNCHER = Path(__file__).with_name("_launcher.py")
 
@@ -152,7 +153,7 @@ class _CappedReader(threading.Thread):
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
-        self.on_flood, self.flood_at = on_flood, cap * OUTPUT_KILL_FACTOR
+        self.on_flood, self.flood_at = on_flood, max(cap * OUTPUT_KILL_FACTOR, OUTPUT_KILL_MIN_BYTES)
 
     def run(self) -> None:
         while chunk := self.stream.read1(1 << 16) if hasattr(self.stream, "read1") else self.stream.read(1 << 16):

@@ -1,0 +1,155 @@
+"""The sandbox with real processes: every hostile script gets a clear status and nothing escapes."""
+from __future__ import annotations
+
+import os
+import resource
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from runners.sandbox import RunResult, RunSpec, build_env, namespace_support, run
+
+
+def test_exit_code_and_output():
+    result = run(RunSpec(script="import sys\nprint('out')\nprint('err', file=sys.stderr)\nsys.exit(3)"))
+    assert (result.status, result.exit_code, result.signal) == ("failed", 3, None)
+    assert (result.stdout, result.stderr) == ("out\n", "err\n")
+
+
+def test_python_exception_gives_a_traceback_and_exit_1():
+    result = run(RunSpec(script="raise ValueError('boom')"))
+    assert result.exit_code == 1
+    assert result.stderr.rstrip().endswith("ValueError: boom")
+
+
+def test_segfault_reports_sigsegv():
+    result = run(RunSpec(script="import ctypes\nctypes.string_at(0)", env={"PYTHONFAULTHANDLER": "1"}))
+    assert (result.status, result.signal, result.exit_code) == ("crashed", "SIGSEGV", None)
+    assert "Fatal Python error: Segmentation fault" in result.stderr
+
+
+def test_sleep_forever_times_out_and_the_group_is_killed():
+    started = time.monotonic()
+    result = run(RunSpec(script="import time\ntime.sleep(1000)", timeout_s=1.5))
+    assert result.status == "timeout" and result.limits_fired == ("timeout",)
+    assert 1.5 <= result.duration_s < 6 and time.monotonic() - started < 8
+
+
+def test_printing_a_gigabyte_is_capped_and_does_not_balloon_our_memory():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = run(RunSpec(script="import sys\nchunk = 'x' * (1 << 20) + '\\n'\nfor _ in range(1024):\n    sys.stdout.write(chunk)",
+                         output_cap_bytes=1 << 20, timeout_s=120))
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert len(result.stdout) < (1 << 20) + 200
+    assert "bytes dropped ...]" in result.stdout
+    assert result.stdout_dropped_bytes > 30 << 20
+    assert "output" in result.limits_fired  # killed once it passed 64x the cap
+    assert grown_kb < 64 * 1024
+
+
+def test_head_and_tail_are_kept_under_the_cap():
+    result = run(RunSpec(script="for i in range(100000):\n    print(f'line {i}')", output_cap_bytes=4096))
+    assert result.stdout.startswith("line 0\n") and result.stdout.rstrip().endswith("line 99999")
+    assert result.stdout_dropped_bytes > 0 and result.limits_fired == ()
+
+
+def test_unbounded_allocation_hits_the_address_space_limit():
+    result = run(RunSpec(script="blocks = []\nwhile True:\n    blocks.append(bytearray(64 << 20))",
+                         address_space_bytes=1 << 30, timeout_s=60))
+    assert result.status == "limit" and "address_space" in result.limits_fired
+    assert "MemoryError" in result.stderr
+
+
+def test_busy_loop_hits_the_cpu_limit():
+    result = run(RunSpec(script="while True:\n    pass", cpu_time_s=1, timeout_s=30))
+    assert (result.status, result.signal, result.limits_fired) == ("limit", "SIGXCPU", ("cpu_time",))
+
+
+def _sleepers() -> list[str]:
+    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in listing.splitlines() if line.startswith("sleep 987")]
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_children_that_outlive_the_script_are_killed(isolate):
+    script = ("import os, subprocess\n"
+              "if os.fork() == 0:\n"
+              "    os.setsid()\n"  # escape the process group, like a daemon
+              "    subprocess.Popen(['sleep', '987'])\n"
+              "    os._exit(0)\n"
+              "subprocess.Popen(['sleep', '987'])\n"
+              "print('parent exits')\n")
+    result = run(RunSpec(script=script, isolate_network=isolate))
+    assert result.stdout == "parent exits\n"
+    time.sleep(0.2)
+    assert _sleepers() == []
+
+
+def test_tokens_in_our_environment_never_reach_the_script(monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_do_not_leak")
+    monkeypatch.setenv("PT2_TRIAGE_WEBHOOK_SECRET", "s3cret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws")
+    result = run(RunSpec(script="import os\nprint(sorted(os.environ))\nprint(open('/proc/self/environ').read())"))
+    assert "ghp_do_not_leak" not in result.stdout and "s3cret" not in result.stdout
+    assert "GITHUB_TOKEN" not in result.stdout and "AWS_SECRET_ACCESS_KEY" not in result.stdout
+    assert "GITHUB_TOKEN" not in result.env_used
+
+
+@pytest.mark.parametrize("name", ["GITHUB_TOKEN", "MY_API_KEY", "db_password", "ACTIONS_RUNTIME_TOKEN", "RUNNER_TEMP"])
+def test_passing_a_secret_explicitly_is_a_caller_bug(name, tmp_path):
+    with pytest.raises(ValueError, match=name):
+        build_env({name: "x"}, tmp_path)
+
+
+def test_diagnostics_pass_and_caches_stay_in_the_workdir(tmp_path):
+    env = build_env({"TORCH_LOGS": "graph_breaks"}, tmp_path, parent={"CUDA_VISIBLE_DEVICES": "0", "HOME": "/root"})
+    assert env["TORCH_LOGS"] == "graph_breaks" and env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert env["HOME"] == str(tmp_path) and env["TORCHINDUCTOR_CACHE_DIR"].startswith(str(tmp_path))
+
+
+def test_no_network_not_even_loopback():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    script = (f"import socket\ns = socket.socket()\ns.settimeout(3)\ns.connect(('127.0.0.1', {port}))\nprint('connected')")
+    result = run(RunSpec(script=script, timeout_s=20))
+    server.close()
+    isolated, note = namespace_support()
+    assert result.network_isolated == isolated and result.network_note == note
+    if isolated:
+        assert result.exit_code == 1 and "connected" not in result.stdout and accepted == []
+    else:
+        assert "not isolated" in result.network_note
+
+
+def test_workdir_is_fresh_and_removed_unless_kept():
+    first = run(RunSpec(script="import os\nprint(os.getcwd())\nprint(sorted(os.listdir()))\nopen('left.txt', 'w').write('x')"))
+    workdir, listing = first.stdout.splitlines()
+    assert listing == "['repro.py', 'tmp']"
+    assert not os.path.exists(workdir) and first.workdir is None
+    kept = run(RunSpec(script="open('left.txt', 'w').write('x')", keep_workdir=True))
+    assert os.path.exists(os.path.join(kept.workdir, "left.txt"))
+
+
+def test_extra_files_stay_inside_the_workdir():
+    result = run(RunSpec(argv=("cat", "data/input.txt"), files={"data/input.txt": "hello"}))
+    assert result.stdout == "hello"
+    with pytest.raises(ValueError, match="outside the workdir"):
+        run(RunSpec(script="pass", files={"../escape.txt": "x"}))
+
+
+def test_missing_program_is_exit_127():
+    result = run(RunSpec(argv=("definitely-not-a-program-xyz",)))
+    assert result.exit_code == 127 and "cannot run" in result.stderr
+
+
+def test_result_round_trips_through_json():
+    result = run(RunSpec(script="print(1)"))
+    assert RunResult.from_dict(result.to_dict()) == result
+    assert result.to_dict()["status"] == "ok"
