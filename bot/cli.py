@@ -6,7 +6,7 @@ import json
 import logging
 import mmap
 import sys
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -116,6 +116,53 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from runners.probe import probe_machine
+
+    from .report import TriageReport
+    from .reproduce import ReproduceOptions, Reproducer, machine_environment
+
+    script_path = Path(args.script)
+    if not script_path.is_file():
+        raise UsageError(f"{args.script}: no such file")
+    if args.runs < 1:
+        raise UsageError("--runs must be at least 1")
+    issue_text = Path(args.issue).read_text(encoding="utf-8", errors="replace") if args.issue else None
+    classifier = build_classifier(args.rules)
+    out_dir = Path(args.out) if args.out else None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    machine = machine_environment(probe_machine())
+    options = ReproduceOptions(runs=args.runs, timeout_s=args.timeout, device=args.device, minify_graph=not args.no_minifier)
+    with ExitStack() as stack:
+        reproducer = Reproducer(classifier, make_runner(stack, args.warm), machine, options, out_dir)
+        reproduction = reproducer.reproduce(script_path.read_text(encoding="utf-8", errors="replace"), issue_text)
+    report = TriageReport(classification=reproducer.final_classification(issue_text), source="local_file",
+                          reference=str(script_path), machine=machine, reproduction=reproduction)
+    if out_dir:
+        (out_dir / "report.json").write_text(report.to_json(), encoding="utf-8")
+    if args.json:
+        print(report.to_json())
+    else:
+        print(render("reproduce.txt.j2", report=report, reproduction=reproduction,
+                     category=classifier.ruleset.categories[report.classification.category], out_dir=out_dir), end="")
+    return 0
+
+
+def make_runner(stack: ExitStack, warm: bool):
+    """Cold sandboxed runs, or the warm fork-server (which falls back to cold by itself)."""
+    from runners import sandbox
+    from runners.worker import WarmWorker, WorkerUnavailable
+
+    if not warm:
+        return sandbox.run
+    try:
+        return stack.enter_context(WarmWorker()).run
+    except WorkerUnavailable as exc:
+        log.warning("warm worker unavailable (%s); running cold", exc)
+        return sandbox.run
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pt2-triage", description="Triage PyTorch 2 compiler failures.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -133,6 +180,19 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate_cmd.add_argument("--json", action="store_true", help="print the table to stderr and JSON as the last line")
     evaluate_cmd.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
     evaluate_cmd.set_defaults(handler=cmd_eval)
+
+    reproduce = commands.add_parser("reproduce", help="run a repro in the sandbox with the diagnostics its category needs")
+    reproduce.add_argument("script", help="the repro script (untrusted: it only ever runs in the sandbox)")
+    reproduce.add_argument("--issue", help="the issue text it came from, to choose the first diagnostics")
+    reproduce.add_argument("--json", action="store_true", help="print the report as JSON")
+    reproduce.add_argument("--out", help="write report.json and artifacts (logs, debug dirs, tlparse, minifier) here")
+    reproduce.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
+    reproduce.add_argument("--runs", type=int, default=1, help="runs of the final configuration, to detect flakiness")
+    reproduce.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    reproduce.add_argument("--warm", action="store_true", help="reuse a warm torch worker for plain CPU runs")
+    reproduce.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot minifier")
+    reproduce.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
+    reproduce.set_defaults(handler=cmd_reproduce)
     return parser
 
 
