@@ -15,8 +15,9 @@ GB_ID_RE = re.compile(r"\bGB(\d{4})\b", re.IGNORECASE)
 _SUBSTITUTIONS = (
     (re.compile(r"https?://\S+"), "<url>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
-    # generated modules: /tmp/torchinductor_user/ab/cabc...py -> <generated>.py
-    (re.compile(r"\S*torchinductor_[^/\s]*/(?:\w+/)*\w+(\.\w+)"), r"<generated>\1"),
+    # generated code: /tmp/torchinductor_user/ab/cabc...py, or any cache dir's c<hash>.main.cpp
+    (re.compile(r"\S*torchinductor_[^/\s]*/(?:\w+/)*\w+((?:\.\w+)+)"), r"<generated>\1"),
+    (re.compile(r"[^\s\"']*/c[a-z0-9]{40,}((?:\.\w+)+)"), r"<generated>\1"),
     # torch sources: keep the path inside torch, drop where torch is installed
     (re.compile(r"(?<![\w.])(?:/[^\s/:'\"()]+)*/(torch/[^\s:'\"()]+)"), r"\1"),
     # any other absolute path: keep the file name

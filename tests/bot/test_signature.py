@@ -28,3 +28,9 @@ def test_make_signature_uses_the_short_exception_type():
     assert short_type("torch._dynamo.exc.Unsupported") == "Unsupported"
     assert make_signature("graph_break", "torch._dynamo.exc.Unsupported", "Data-dependent branching") == \
         "graph_break|Unsupported|Data-dependent branching"
+
+
+def test_generated_code_in_any_cache_dir_is_the_same():
+    sandbox = "/tmp/pt2-sandbox-krh0m__o/inductor_cache/c6/cc6t25b7zalalxcaliklwseqzl5zkextcobt7mfwvnk5ql4jpzpv.main.cpp:15:33: error: x"
+    default = "/tmp/torchinductor_root/c6/cc6t25b7zalalxcaliklwseqzl5zkextcobt7mfwvnk5ql4jpzpv.main.cpp:15:33: error: x"
+    assert normalize(sandbox) == normalize(default) == "<generated>.main.cpp: error: x"

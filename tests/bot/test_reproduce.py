@@ -1,0 +1,157 @@
+"""`reproduce` end to end with real torch on CPU, one repro script per category (tests/repros/)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.report import MachineEnvironment, TriageReport
+from bot.reproduce import ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment, needs_gpu
+from runners.probe import probe_machine
+from runners.sandbox import run
+
+REPROS = Path(__file__).resolve().parents[1] / "repros"
+
+
+def repro(name: str) -> str:
+    return (REPROS / f"{name}.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def machine():
+    return machine_environment(probe_machine())
+
+
+@pytest.fixture
+def reproducer(classifier, machine):
+    def make(out_dir=None, **options):
+        options.setdefault("minify_graph", False)
+        return Reproducer(classifier, run, machine, ReproduceOptions(**options), out_dir)
+    return make
+
+
+# --- pure policy -------------------------------------------------------------------------------------
+
+def test_diagnostics_env_drops_the_minifier_switches_and_adds_artifact_switches(ruleset):
+    env = diagnostics_env(ruleset.categories["backend_compiler_failed"], collect_artifacts=True)
+    assert "TORCHDYNAMO_REPRO_AFTER" not in env
+    assert env["TORCH_COMPILE_DEBUG"] == "1" and env["TORCH_TRACE"] == "torch_trace"
+    assert env["PYTHONFAULTHANDLER"] == "1"
+    assert "TORCH_TRACE" not in diagnostics_env(ruleset.categories["graph_break"], collect_artifacts=False)
+
+
+def test_device_choice():
+    assert needs_gpu("x = torch.randn(4, device='cuda')", "auto")
+    assert not needs_gpu("x = torch.randn(4)", "auto")
+    assert needs_gpu("x = 1", "cuda") and not needs_gpu("x.cuda()", "cpu")
+
+
+def test_status_from_runs():
+    from tests.bot.test_report import record
+    assert decide_status([record("failed")] * 3, 3) == "reproduced"
+    assert decide_status([record("failed"), record("ok")], 1) == "flaky"
+    assert decide_status([record("timeout")], 0) == "timeout"
+    assert decide_status([record("limit")], 0) == "limit"
+    assert decide_status([record("crashed")], 0) == "crashed"
+    assert decide_status([record("ok")], 0) == "not_reproduced"
+
+
+# --- real runs --------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, category", [
+    ("graph_break_fullgraph", "graph_break"),
+    ("graph_break_logged_print", "graph_break"),
+    ("recompile_limit", "recompilation"),
+    ("inductor_compile_error", "backend_compiler_failed"),
+    ("inductor_runtime_error", "runtime_crash"),
+    ("inductor_accuracy", "accuracy"),
+    ("export_data_dependent", "export_failure"),
+    ("dynamic_shapes_item", "dynamic_shapes"),
+    ("dynamic_shapes_specialized", "dynamic_shapes"),
+    ("segfault_after_compile", "runtime_crash"),
+])
+def test_each_cpu_category_reproduces(reproducer, name, category):
+    reproduction = reproducer().reproduce(repro(name))
+    assert (reproduction.status, reproduction.category_from_run) == ("reproduced", category), reproduction.runs[-1].output_tail
+    assert reproduction.reproduced and reproduction.device == "cpu"
+    assert reproduction.runs[-1].env.items() >= {k: v for k, v in diagnostics_env(
+        reproducer().classifier.ruleset.categories[category], collect_artifacts=False).items()}.items()
+
+
+@pytest.mark.slow
+def test_a_script_that_passes_does_not_reproduce(reproducer):
+    reproduction = reproducer().reproduce(repro("passes"))
+    assert (reproduction.status, reproduction.reproduced, reproduction.runs_total) == ("not_reproduced", False, 1)
+
+
+@pytest.mark.slow
+def test_flaky_script_is_reported_with_counts(reproducer):
+    reproduction = reproducer(runs=8).reproduce(repro("flaky_graph_break"))
+    assert reproduction.status in ("flaky", "reproduced", "not_reproduced")
+    assert reproduction.runs_total == 8 or reproduction.status == "not_reproduced"
+    if reproduction.status == "flaky":
+        assert 0 < reproduction.runs_reproduced < 8
+        assert f"in {reproduction.runs_reproduced} of 8 runs" in reproduction.summary
+
+
+@pytest.mark.slow
+def test_category_from_the_issue_text_is_corrected_by_the_run(reproducer):
+    issue = "Our export fails:\n```\ntorch._dynamo.exc.UserError: export failed ... torch.export.export\nThe error above occurred when calling torch.export.export\n```"
+    reproduction = reproducer().reproduce(repro("graph_break_fullgraph"), issue_text=issue)
+    assert reproduction.category_from_text == "export_failure"
+    assert reproduction.category_changed and reproduction.category_from_run == "graph_break"
+    assert [r.purpose for r in reproduction.runs] == ["diagnostics for export_failure", "diagnostics for graph_break"]
+
+
+def test_gpu_repro_on_a_cpu_machine_is_not_run(classifier):
+    cpu_only = MachineEnvironment(torch_version="2.13.0+cpu", cuda_available=False)
+    ran = []
+    reproducer = Reproducer(classifier, lambda spec: ran.append(spec), cpu_only)
+    reproduction = reproducer.reproduce("import torch\ntorch.compile(lambda x: x)(torch.ones(2, device='cuda'))\n",
+                                        issue_text="CUDA error: an illegal memory access was encountered after torch.compile")
+    assert ran == [] and reproduction.status == "needs_gpu" and reproduction.device == "cuda"
+    assert reproduction.category_from_text == "runtime_crash"
+    assert "needs a CUDA GPU" in reproduction.summary
+
+
+@pytest.mark.slow
+def test_timeout_is_its_own_status(reproducer):
+    reproduction = reproducer(timeout_s=3).reproduce("import torch, time\ntorch.compile(lambda x: x)(torch.ones(1))\ntime.sleep(60)\n")
+    assert reproduction.status == "timeout" and not reproduction.reproduced
+
+
+@pytest.mark.slow
+def test_cli_writes_report_and_artifacts(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["reproduce", str(REPROS / "graph_break_fullgraph.py"), "--out", str(out), "--json", "--warm"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    report = TriageReport.from_dict(json.loads((out / "report.json").read_text()))
+    assert printed == report.to_dict()
+    assert report.classification.category == "graph_break" and report.classification.graph_break_id == "GB0170"
+    assert report.machine.torch_version.startswith("2.13")
+    assert report.reproduction.runs[0].warm and report.reproduction.runs[0].network_isolated
+    assert (out / "artifacts" / "run-1.log").is_file()
+    assert "artifacts/torch_trace" in report.reproduction.artifacts
+    if "artifacts/tlparse/index.html" in report.reproduction.artifacts:
+        assert (out / "artifacts" / "tlparse" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_megabytes_of_compiler_warnings_do_not_hide_the_error_line(reproducer):
+    reproduction = reproducer().reproduce(repro("inductor_compile_error"))
+    evidence = [e.text for e in reproduction.runs[-1].classification.evidence]
+    assert any(": error: " in line for line in evidence)
+    assert not any("warning:" in line for line in evidence)
+
+
+@pytest.mark.slow
+def test_torch_minifier_produces_a_repro_that_still_fails(classifier, machine, tmp_path):
+    reproducer = Reproducer(classifier, run, machine, ReproduceOptions(minify_graph=True), tmp_path)
+    reproduction = reproducer.reproduce(repro("inductor_compile_error"))
+    minifier = reproduction.minifier
+    assert minifier.launcher_found and minifier.repro_source, minifier.note
+    assert minifier.verified and minifier.signature.startswith("backend_compiler_failed|")
+    assert (tmp_path / "artifacts" / "minifier" / "repro.py").is_file()
