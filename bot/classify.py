@@ -28,9 +28,11 @@ from .tracebacks import NumberedLine, parse_bare_exception, parse_pytest_failure
 
 PT2_FRAME_RE = re.compile(
     r"torch/(?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|fx/experimental|_subclasses/fake_tensor"
-    r"|_prims|_refs|_decomp|compiler)/|torchinductor_|/torch/_(?:dynamo|inductor)"
+    r"|_prims|_refs|_decomp|compiler)/|torchinductor_|/torch/_(?:dynamo|inductor)|torch/__init__\.py in compile$"
 )
-PT2_TYPE_RE = re.compile(r"torch\.(?:_dynamo|_inductor|_export|export|fx\.experimental)|Unsupported|BackendCompilerFailed|InductorError|TorchDynamo|FailOnRecompileLimitHit")
+# An exception head (type and first message line) that names the compiler stack.
+PT2_HEAD_RE = re.compile(r"torch\.(?:_dynamo|_inductor|_export|export|fx\.experimental|compile)|Unsupported|BackendCompilerFailed"
+                         r"|InductorError|TorchDynamo|FailOnRecompileLimitHit|[Dd]ynamo|[Ii]nductor")
 COMPILE_ERROR_LINE_RE = re.compile(r"(?:^|\s)(?:[^\s:]+:\d+:\d+: )?(?:fatal )?error: .+")
 GRAPH_BREAK_ID_CATEGORIES = ("graph_break", "recompilation", "dynamic_shapes", "export_failure", "unknown")
 MAX_REGION_BYTES = 4 << 20
@@ -53,11 +55,11 @@ class Facts:
 
     @cached_property
     def pt2_frames(self) -> bool:
-        return bool(self.chain) and any(PT2_FRAME_RE.search(f.path) for f in self.chain.frames)
+        return bool(self.chain) and any(PT2_FRAME_RE.search(_frame_text(f)) for f in self.chain.frames)
 
     @cached_property
     def pt2_types(self) -> bool:
-        return bool(self.chain) and any(PT2_TYPE_RE.search(e.type_name) for e in self.chain.exceptions)
+        return bool(self.chain) and any(PT2_HEAD_RE.search(e.head) for e in self.chain.exceptions)
 
     @cached_property
     def pt2_context(self) -> bool:
@@ -82,14 +84,17 @@ class Classifier:
         self.scanner = Scanner(ruleset)
         self.compiled = {p.name: re2.compile(p.regex) for p in ruleset.patterns}
 
-    def classify_text(self, text: str | bytes) -> Classification:
-        return self.classify(text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text)
+    def classify_text(self, text: str | bytes, context: str = "") -> Classification:
+        return self.classify(text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text, context)
 
-    def classify(self, buf: bytes) -> Classification:
-        """Classify an input given as bytes or an mmap (never decoded whole)."""
+    def classify(self, buf: bytes, context: str = "") -> Classification:
+        """Classify an input given as bytes or an mmap (never decoded whole).
+
+        `context` (e.g. the repro script whose output `buf` is) only answers whether the
+        compiler stack is involved at all; no pattern is matched against it."""
         scan = self.scanner.scan(buf)
         chain = final_chain(buf, scan)
-        facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf))
+        facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()))
         code = _code_texts(buf)
         matches = [m for p in self.ruleset.patterns if (m := self._match(p, scan, chain, code, facts))]
         return self._decide(matches, scan, chain, facts)
@@ -120,8 +125,7 @@ class Classifier:
                 found.append(Evidence(exc.line + exc.message.count("\n", 0, m.start()), _line_at(exc.message, m.start())))
             elif pattern.scope == "origin" and exc.origin and regex.search(exc.origin):
                 found.append(Evidence(exc.line, exc.head))
-            elif pattern.scope == "frames" and any(regex.search(f.path) for f in exc.frames):
-                frame = next(f for f in exc.frames if regex.search(f.path))
+            elif pattern.scope == "frames" and (frame := next((f for f in exc.frames if regex.search(_frame_text(f))), None)):
                 found.append(Evidence(exc.line, f'{exc.head}  (via {frame.path}, in {frame.function})'))
         return found
 
@@ -176,6 +180,11 @@ class Classifier:
         lines.extend(e.text for e in evidence)
         found = self.registry.find_id(lines)
         return found or next((gb for gb in scan.graph_break_ids if self.registry.get(gb)), None)
+
+
+def _frame_text(frame) -> str:
+    """What `frames` patterns see of a frame: `path in function`."""
+    return f"{frame.path} in {frame.function}"
 
 
 def _line_at(text: str, offset: int) -> str:

@@ -7,15 +7,24 @@ from __future__ import annotations
 import shlex
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 import jinja2
 
 
+def templates_dir() -> str:
+    """The installed templates package, or `templates/` of a source checkout run without installing."""
+    try:
+        return str(resources.files("pt2_triage_templates"))
+    except ModuleNotFoundError:
+        return str(Path(__file__).resolve().parents[1] / "templates")
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    root = resources.files("pt2_triage_templates")
+    root = templates_dir()
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(root)),
+        loader=jinja2.FileSystemLoader(root),
         undefined=jinja2.StrictUndefined,  # a missing value is a bug, not an empty string
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -164,7 +164,7 @@ class Reproducer:
     def run(self, script: str, env: dict[str, str], purpose: str, keep: bool = False) -> RunRecord:
         spec = RunSpec(script=script, env=env, timeout_s=self.options.timeout_s, keep_workdir=keep)
         result = self.runner(spec)
-        classification = self.classifier.classify_text(output_text(result))
+        classification = self.classifier.classify_text(output_text(result), context=spec.script or "")
         record = RunRecord(
             purpose=purpose, env=dict(env), status=result.status, exit_code=result.exit_code, signal=result.signal,
             duration_s=round(result.duration_s, 3), peak_rss_bytes=result.peak_rss_bytes,

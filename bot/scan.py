@@ -29,7 +29,8 @@ EXCEPTION_HEAD = (_TS + r"(?:E {1,8})?(?:\x1b\[[0-9;]*m)*[A-Za-z_][\w.]*"
 FAILED_TEST = _TS + r"(?:FAILED|ERROR) +\S+::\S+"
 PT2_MENTION = (r"torch\.compile|torch\._dynamo|torch\._inductor|torch\.export|torch\._export|torch\._functorch"
                r"|TORCHDYNAMO|TORCHINDUCTOR|TORCH_COMPILE|TORCH_LOGS|TORCH_TRACE|torchinductor|[Ii]nductor|[Dd]ynamo"
-               r"|[Aa][Oo][Tt][_ ]?[Aa]utograd|aoti_|AOTI|fullgraph|triton_(?:poi|red|per|tem)_|torch\._higher_order_ops")
+               r"|[Aa][Oo][Tt][_ ]?[Aa]utograd|aoti_|AOTI|fullgraph|triton_(?:poi|red|per|tem)_|torch\._higher_order_ops"
+               r"|\b[Cc]ompiled\b|_compiled\b|\bcompiled_")
 
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 256 << 20  # room for the union's DFA so it never falls back to the slow NFA

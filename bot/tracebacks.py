@@ -148,5 +148,18 @@ def parse_bare_exception(lines: Sequence[NumberedLine]) -> ExceptionChain | None
         head = parse_head(lines[index][1])
         if head and EXCEPTION_TYPE_SUFFIX_RE.search(head[0]):
             message, _ = _read_message(lines, index)
-            return ExceptionChain((RaisedException(head[0], lines[index][1].strip(), message, lines[index][0]),))
+            return ExceptionChain((RaisedException(head[0], lines[index][1].strip(), message, lines[index][0],
+                                                   _frames_above(lines, index)),))
     return None
+
+
+def _frames_above(lines: Sequence[NumberedLine], index: int) -> tuple[Frame, ...]:
+    """Frames pasted right above a head whose "Traceback" header was cut off (people trim them)."""
+    frames: list[Frame] = []
+    cursor = index - 1
+    while cursor >= 0 and lines[cursor][1][:1].isspace():
+        frame = FRAME_RE.match(lines[cursor][1])
+        if frame:
+            frames.append(Frame(frame["path"], int(frame["line"]), (frame["func"] or "").strip()))
+        cursor -= 1
+    return tuple(reversed(frames))

@@ -1,0 +1,55 @@
+"""Assemble tests/corpus/cases.jsonl from the recorded torch output and the issue texts.
+
+- recorded/<name>.log + <name>.meta.json: real torch 2.13 output (see record.py), labeled by the
+  repro's `# category:` header;
+- issues/<name>.md: issue-style texts (first line `<!-- category: <id> -->`, stripped).
+One JSON object per line, sorted by id: {"id", "category", "source", "body"}.
+
+    python tests/corpus/build_cases.py [--check]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+CORPUS = Path(__file__).parent
+HEADER_RE = re.compile(r"^<!-- category: (\w+) -->\n")
+
+
+def cases() -> list[dict]:
+    found = []
+    for log in sorted((CORPUS / "recorded").glob("*.log")):
+        meta = json.loads(log.with_suffix(".meta.json").read_text())
+        found.append({"id": f"recorded/{log.stem}", "category": meta["category"], "source": "recorded",
+                      "body": log.read_text(encoding="utf-8")})
+    for issue in sorted((CORPUS / "issues").glob("*.md")):
+        text = issue.read_text(encoding="utf-8")
+        match = HEADER_RE.match(text)
+        if not match:
+            raise SystemExit(f"{issue}: first line must be <!-- category: <id> -->")
+        found.append({"id": f"issues/{issue.stem}", "category": match.group(1), "source": "issue",
+                      "body": text[match.end():]})
+    return sorted(found, key=lambda case: case["id"])
+
+
+def render() -> str:
+    return "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in cases())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 if cases.jsonl is out of date")
+    args = parser.parse_args()
+    target = CORPUS / "cases.jsonl"
+    text = render()
+    if args.check:
+        sys.exit(0 if target.exists() and target.read_text(encoding="utf-8") == text else 1)
+    target.write_text(text, encoding="utf-8")
+    print(f"{target}: {text.count(chr(10))} cases")
+
+
+if __name__ == "__main__":
+    main()
