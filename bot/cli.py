@@ -149,6 +149,56 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_minimize(args: argparse.Namespace) -> int:
+    from runners.pool import WarmPool
+    from runners.worker import WorkerUnavailable
+
+    from .minimize import Minimizer, NotReproducible
+
+    script_path = Path(args.script)
+    if not script_path.is_file():
+        raise UsageError(f"{args.script}: no such file")
+    classifier = build_classifier(args.rules)
+    with ExitStack() as stack:
+        try:
+            runner = stack.enter_context(WarmPool(args.jobs)).run
+        except WorkerUnavailable as exc:
+            from runners import sandbox
+
+            log.warning("warm workers unavailable (%s); running cold", exc)
+            runner = sandbox.run
+        minimizer = Minimizer(classifier, runner, budget_s=args.budget, timeout_s=args.timeout, parallelism=args.jobs)
+        try:
+            result = minimizer.minimize(script_path.read_text(encoding="utf-8", errors="replace"))
+        except NotReproducible as exc:
+            raise UsageError(f"{args.script}: {exc}") from None
+    graph = None
+    if not args.no_graph_minifier and "minifier" in classifier.ruleset.categories[result.original.category].artifacts:
+        graph = graph_minifier(classifier, result.source, result.original.category)
+    if args.out:
+        Path(args.out).write_text(result.source, encoding="utf-8")
+    if args.json:
+        payload = result.to_dict()
+        payload["graph_repro"] = graph
+        print(json.dumps(payload, indent=2))
+    else:
+        print(render("minimize.txt.j2", result=result, graph=graph, out=args.out), end="")
+    return 0
+
+
+def graph_minifier(classifier: Classifier, script: str, category_id: str) -> dict:
+    """torch's after_aot graph repro for backend/accuracy failures, next to the script-level result."""
+    from runners import sandbox
+    from runners.probe import probe_machine
+
+    from .reproduce import ReproduceOptions, Reproducer, machine_environment
+
+    reproducer = Reproducer(classifier, sandbox.run, machine_environment(probe_machine()), ReproduceOptions())
+    outcome = reproducer.minify(script, category_id)
+    return None if outcome is None else {"verified": outcome.verified, "note": outcome.note,
+                                         "repro_source": outcome.repro_source, "duration_s": outcome.duration_s}
+
+
 def make_runner(stack: ExitStack, warm: bool):
     """Cold sandboxed runs, or the warm fork-server (which falls back to cold by itself)."""
     from runners import sandbox
@@ -193,6 +243,18 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot minifier")
     reproduce.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
     reproduce.set_defaults(handler=cmd_reproduce)
+
+    minimize = commands.add_parser("minimize", help="shrink a failing repro while it fails the same way")
+    minimize.add_argument("script", help="the failing repro (runs only in the sandbox)")
+    minimize.add_argument("--out", help="write the minimized script here")
+    minimize.add_argument("--budget", type=float, default=600, help="seconds to spend searching (default 600)")
+    minimize.add_argument("--timeout", type=float, default=120, help="seconds per candidate run (default 120)")
+    minimize.add_argument("--jobs", type=int, default=2, help="candidates tested in parallel (warm workers)")
+    minimize.add_argument("--json", action="store_true", help="print the result and stats as JSON")
+    minimize.add_argument("--no-graph-minifier", action="store_true",
+                          help="skip torch's after_aot graph minifier for backend/accuracy failures")
+    minimize.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
+    minimize.set_defaults(handler=cmd_minimize)
     return parser
 
 

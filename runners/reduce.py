@@ -7,8 +7,12 @@ candidate parses. Passes run coarse to fine and repeat until none makes progress
 
   statements   delete runs of statements in every block (hierarchical delta debugging)
   unwrap       replace if/for/while/with/try by their bodies
+  instances    instantiate another class of the module instead (drops wrapper layers)
+  parameters   drop a function's (or class __init__'s) parameter together with its call-site arguments
+  inline       inline a variable that is assigned once and read once
   arguments    drop call arguments, keyword arguments, list/tuple elements, def parameters
-  expressions  replace an expression by one of its subexpressions
+  expressions  replace an expression by one of its subexpressions, or a call by one of the
+               caller's `replacements` (simple expressions from the caller's domain)
   constants    shrink numbers (sizes, shapes, ranges, loop counts) toward 1 and 0
 
 Candidates are cached by their text; a batch of candidates is tested in parallel threads when
@@ -203,15 +207,125 @@ def _drop_item(path: NodePath, name: str, index: int) -> Edit:
     return edit
 
 
-def expression_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Replace an expression by one of its direct subexpressions."""
+def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> Iterator[tuple[str, Edit]]:
+    """Replace an expression by one of its direct subexpressions, or a call by a caller-given
+    simple expression (the caller knows its domain: e.g. a small tensor for any tensor-making call)."""
     for path, node in walk_paths(tree):
         if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
             continue
-        if path[-1][0] in ("targets", "target", "ctx") or isinstance(node, (ast.Starred, ast.Slice)):
+        if path[-1][0] in ("targets", "target", "ctx", "func") or isinstance(node, (ast.Starred, ast.Slice)):
             continue
         for child_name, child_index in _child_expressions(node):
             yield "expressions", _replace_with_child(path, child_name, child_index)
+        if isinstance(node, ast.Call):
+            for replacement in replacements:
+                yield "expressions", _replace_with(path, replacement)
+
+
+def _replace_with(path: NodePath, replacement: ast.expr) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        parent = resolve(tree, path[:-1])
+        if ast.unparse(resolve(tree, path)) == ast.unparse(replacement):
+            return False
+        _set(parent, path[-1], copy.deepcopy(replacement))
+        return True
+    return edit
+
+
+def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Instantiate another class of the module instead (`Outer(...)` -> `Inner(1, 1)`): this is how
+    a wrapper layer disappears once the inner layer alone shows the behaviour."""
+    classes = {node.name: node for node in getattr(tree, "body", []) if isinstance(node, ast.ClassDef)}
+    if len(classes) < 2:
+        return
+    for path, node in walk_paths(tree):
+        if path and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
+            for name, other in classes.items():
+                if name != node.func.id:
+                    yield "instances", _replace_with(path, _instantiation(name, other))
+
+
+def parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Drop a positional parameter of a module-level function (or class `__init__`) together with
+    the matching argument at every call site, so the program stays consistent."""
+    for owner in getattr(tree, "body", []):
+        function = owner if isinstance(owner, ast.FunctionDef) else next(
+            (n for n in getattr(owner, "body", []) if isinstance(owner, ast.ClassDef)
+             and isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if function is None:
+            continue
+        first = 1 if function is not owner else 0  # skip `self`
+        for index in range(first, len(function.args.posonlyargs + function.args.args)):
+            yield "parameters", _drop_parameter(owner.name, function is not owner, index, index - first)
+
+
+def _drop_parameter(name: str, is_class: bool, param_index: int, arg_index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        owner = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
+        if owner is None:
+            return False
+        function = owner if not is_class else next(
+            (n for n in owner.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        args = function.args
+        positional = args.posonlyargs + args.args
+        if function is None or param_index >= len(positional):
+            return False
+        defaults_start = len(positional) - len(args.defaults)
+        if param_index >= defaults_start:
+            del args.defaults[param_index - defaults_start]
+        target = args.posonlyargs if param_index < len(args.posonlyargs) else args.args
+        del target[param_index if target is args.posonlyargs else param_index - len(args.posonlyargs)]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name \
+                    and arg_index < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args):
+                del node.args[arg_index]
+        return True
+    return edit
+
+
+def inline_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Inline a variable assigned once and read once (`y = f(x); g(y)` -> `g(f(x))`)."""
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            counts = stores if isinstance(node.ctx, ast.Store) else loads
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal)):
+            for name in getattr(node, "names", [getattr(node, "name", None)]):
+                stores[name] = stores.get(name, 0) + 2  # never inline names with other bindings
+    for name, count in stores.items():
+        if count == 1 and loads.get(name) == 1:
+            yield "inline", _inline_variable(name)
+
+
+def _inline_variable(name: str) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        for owner_path, field_name in statement_lists(tree):
+            block = getattr(resolve(tree, owner_path), field_name)
+            for index, statement in enumerate(block):
+                if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                        and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
+                    value = statement.value
+                    del block[index]
+                    if not block:
+                        block.append(ast.Pass())
+                    for path, node in walk_paths(tree):
+                        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+                            _set(resolve(tree, path[:-1]), path[-1], value)
+                            return True
+                    return False
+        return False
+    return edit
+
+
+def _instantiation(name: str, cls: ast.ClassDef) -> ast.expr:
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    required = 0
+    if init is not None:
+        positional = init.args.posonlyargs + init.args.args
+        required = max(0, len(positional) - 1 - len(init.args.defaults))
+    return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[ast.Constant(1) for _ in range(required)], keywords=[])
 
 
 def _child_expressions(node: ast.expr) -> list[PathStep]:
@@ -269,16 +383,18 @@ def _replace_constant(path: NodePath, value: int | float) -> Edit:
     return edit
 
 
-PASSES: tuple[Callable[[ast.AST], Iterator[tuple[str, Edit]]], ...] = (
-    statement_edits, unwrap_edits, argument_edits, expression_edits, constant_edits)
+PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
+    statement_edits, unwrap_edits, instance_edits, parameter_edits, inline_edits, argument_edits, expression_edits,
+    constant_edits)
 
 
 # --- the driver -----------------------------------------------------------------------------------
 
 class Reducer:
     def __init__(self, is_interesting: Predicate, *, budget_s: float = 300, max_runs: int = 10_000,
-                 parallelism: int = 1, batch: int | None = None):
+                 parallelism: int = 1, batch: int | None = None, replacements: Sequence[str] = ()):
         self.is_interesting = is_interesting
+        self.replacements = [ast.parse(text, mode="eval").body for text in replacements]
         self.budget_s = budget_s
         self.max_runs = max_runs
         self.parallelism = max(1, parallelism)
@@ -324,7 +440,8 @@ class Reducer:
         while restart and not self._out_of_budget():
             restart = False
             pending: list[tuple[str, str, ast.AST]] = []
-            for pass_name, edit in make_edits(tree):
+            edits = make_edits(tree, self.replacements) if make_edits is expression_edits else make_edits(tree)
+            for pass_name, edit in edits:
                 candidate_tree = copy.deepcopy(tree)
                 try:
                     if not edit(candidate_tree):

@@ -1,0 +1,109 @@
+"""Minimize a failing repro (policy): keep shrinking while it still fails *the same way*.
+
+"The same way" = the run's classification has the original category and failure signature
+(bot/signature.py drops sizes, paths and line numbers, so shrinking a tensor keeps it). Slipping
+into another bug is never interesting: a NameError after a definition was deleted changes the
+signature, and user-level errors such as NameError or ImportError are refused outright.
+The search itself is runners/reduce.py; every candidate runs in the sandbox (warm workers).
+"""
+from __future__ import annotations
+
+import ast
+import logging
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+from runners.reduce import ReduceStats, Reducer, count_tokens
+from runners.sandbox import RunResult, RunSpec
+
+from .classify import Classifier
+from .records import Classification
+from .reproduce import ALWAYS_ENV, output_text, reproduces
+from .signature import short_type
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[RunSpec], RunResult]
+# What a tensor-producing call may become while shrinking (the PT2 knowledge the generic reducer lacks).
+TENSOR_REPLACEMENTS = ("torch.randn(1)", "torch.randn(2, 2)", "torch.ones(1)", "torch.zeros(1)")
+SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "ModuleNotFoundError", "SyntaxError",
+                            "IndentationError", "TabError"})
+
+
+class NotReproducible(Exception):
+    """The original script does not fail with a PT2 error here, so there is nothing to preserve."""
+
+
+@dataclass(frozen=True)
+class MinimizeResult:
+    source: str
+    original: Classification
+    final: Classification
+    stats: ReduceStats
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "original": self.original.to_dict(), "final": self.final.to_dict(),
+                "signature_preserved": self.final.signature == self.original.signature, "stats": self.stats.to_dict()}
+
+
+def same_failure(target: Classification, candidate: Classification, run_status: str) -> bool:
+    """The policy: same category and signature, a real failure, and no user-level slippage."""
+    if run_status in ("timeout", "limit") or not reproduces(candidate, run_status):
+        return False
+    if short_type(candidate.exception_type) in SLIPPAGE_TYPES:
+        return False
+    return candidate.category == target.category and candidate.signature == target.signature
+
+
+def tidy(source: str) -> str:
+    """`ast.unparse` output laid out like a hand-written script: two blank lines around top-level defs."""
+    body = ast.parse(source).body
+    is_def = lambda node: isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))  # noqa: E731
+    parts: list[str] = []
+    for index, node in enumerate(body):
+        if index and (is_def(node) or is_def(body[index - 1])):
+            parts.append("\n\n")
+        parts.append(ast.unparse(node) + "\n")
+    return "".join(parts)
+
+
+class Minimizer:
+    def __init__(self, classifier: Classifier, runner: Runner, *, budget_s: float = 600, timeout_s: float = 120,
+                 parallelism: int = 1):
+        self.classifier = classifier
+        self.runner = runner
+        self.budget_s = budget_s
+        self.timeout_s = timeout_s
+        self.parallelism = parallelism
+        self.cache_dir: str | None = None
+
+    def classify_run(self, script: str) -> tuple[Classification, RunResult]:
+        result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.timeout_s, cache_dir=self.cache_dir))
+        return self.classifier.classify_text(output_text(result), context=script), result
+
+    def minimize(self, script: str) -> MinimizeResult:
+        self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")
+        try:
+            original, result = self.classify_run(script)
+            if not reproduces(original, result.status):
+                raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
+            log.info("minimizing a %s failure: %s", original.category, original.signature)
+
+            def interesting(candidate: str) -> bool:
+                classification, run = self.classify_run(candidate)
+                return same_failure(original, classification, run.status)
+
+            replacements = TENSOR_REPLACEMENTS if "torch" in script else ()
+            reduced = Reducer(interesting, budget_s=self.budget_s, parallelism=self.parallelism,
+                              replacements=replacements).reduce(script)
+            source = tidy(reduced.source) if reduced.source != script else script
+            if source != reduced.source and not interesting(source):
+                source = reduced.source  # tidying must not change behaviour; keep the proven text
+            final, _ = self.classify_run(source)
+            reduced.stats.tokens_after = count_tokens(source)
+            reduced.stats.lines_after = len(source.splitlines())
+            return MinimizeResult(source, original, final, reduced.stats)
+        finally:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)

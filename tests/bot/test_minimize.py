@@ -1,0 +1,72 @@
+"""Minimization with real torch: shrink while the failure keeps its category and signature."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from bot.minimize import Minimizer, NotReproducible, same_failure, tidy
+from bot.records import Classification
+from runners.pool import WarmPool
+from runners.sandbox import run
+
+LARGE = Path(__file__).resolve().parents[1] / "repros" / "large"
+
+
+def verdict(category="graph_break", signature="graph_break|Unsupported|x", exception_type=None, evidence=1):
+    from bot.records import Evidence
+    return Classification(category, 0.9, signature, tuple(Evidence(1, "e") for _ in range(evidence)),
+                          exception_type=exception_type)
+
+
+def test_same_failure_needs_category_and_signature():
+    target = verdict()
+    assert same_failure(target, verdict(), "failed")
+    assert not same_failure(target, verdict(signature="graph_break|Unsupported|y"), "failed")
+    assert not same_failure(target, verdict(category="dynamic_shapes"), "failed")
+    assert not same_failure(target, verdict(), "timeout")
+
+
+def test_user_level_slippage_is_never_interesting():
+    target = verdict(signature="unknown|NameError|x", category="unknown")
+    assert not same_failure(target, verdict(signature="unknown|NameError|x", category="unknown",
+                                            exception_type="NameError"), "failed")
+
+
+def test_tidy_lays_out_top_level_definitions():
+    assert tidy("import torch\ndef f(x):\n    return x\nx = 1\ny = f(x)\n") == \
+        "import torch\n\n\ndef f(x):\n    return x\n\n\nx = 1\ny = f(x)\n"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WarmPool(2) as warm:
+        yield warm
+
+
+@pytest.mark.slow
+def test_transformer_with_an_item_branch_reduces_to_a_dozen_lines(classifier, pool):
+    script = (LARGE / "transformer_item_branch.py").read_text()
+    result = Minimizer(classifier, pool.run, budget_s=500, parallelism=2).minimize(script)
+    assert result.final.signature == result.original.signature
+    assert len(result.source.splitlines()) <= 12, result.source
+    assert "item()" in result.source and "fullgraph=True" in result.source
+    ast.parse(result.source)
+    assert result.stats.tokens_after < result.stats.tokens_before / 5
+
+
+@pytest.mark.slow
+def test_conv_training_step_with_a_compile_error_reduces_to_the_relu(classifier, pool):
+    script = (LARGE / "conv_training_compile_error.py").read_text()
+    result = Minimizer(classifier, pool.run, budget_s=900, parallelism=2).minimize(script)
+    assert result.original.category == "backend_compiler_failed"
+    assert result.final.signature == result.original.signature
+    assert "relu" in result.source and "inject_relu_bug_TESTING_ONLY" in result.source
+    assert len(result.source.splitlines()) <= 10, result.source
+
+
+@pytest.mark.slow
+def test_a_script_that_passes_cannot_be_minimized(classifier):
+    with pytest.raises(NotReproducible):
+        Minimizer(classifier, run, budget_s=30).minimize("import torch\nprint(torch.compile(lambda x: x + 1)(torch.ones(1)))\n")
