@@ -33,6 +33,7 @@ PT2_FRAME_RE = re.compile(
 # An exception head (type and first message line) that names the compiler stack.
 PT2_HEAD_RE = re.compile(r"torch\.(?:_dynamo|_inductor|_export|export|fx\.experimental|compile)|Unsupported|BackendCompilerFailed"
                          r"|InductorError|TorchDynamo|FailOnRecompileLimitHit|[Dd]ynamo|[Ii]nductor")
+PT2_CODE_RE = re.compile(r"torch\.compile|torch\._dynamo|torch\._inductor|torch\.export|aoti_|@torch\.compile|compiled")
 COMPILE_ERROR_LINE_RE = re.compile(r"(?:^|\s)(?:[^\s:]+:\d+:\d+: )?(?:fatal )?error: .+")
 GRAPH_BREAK_ID_CATEGORIES = ("graph_break", "recompilation", "dynamic_shapes", "export_failure", "unknown")
 MAX_REGION_BYTES = 4 << 20
@@ -52,6 +53,7 @@ class Facts:
 
     chain: ExceptionChain | None
     _pt2_mention: Callable[[], bool] = field(repr=False)
+    code: list[NumberedLine] = field(default_factory=list, repr=False)
 
     @cached_property
     def pt2_frames(self) -> bool:
@@ -64,6 +66,13 @@ class Facts:
     @cached_property
     def pt2_context(self) -> bool:
         return self.pt2_frames or self.pt2_types or self._pt2_mention()
+
+    @cached_property
+    def pt2_code(self) -> bool:
+        """The issue's own code uses the compiler (logs have no code blocks: fall back to the text)."""
+        if not self.code:
+            return self.pt2_context
+        return any(PT2_CODE_RE.search(text) for _, text in self.code)
 
     def holds(self, fact: str) -> bool:
         if fact == "exception":
@@ -94,8 +103,8 @@ class Classifier:
         compiler stack is involved at all; no pattern is matched against it."""
         scan = self.scanner.scan(buf)
         chain = final_chain(buf, scan)
-        facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()))
         code = _code_texts(buf)
+        facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()), code)
         matches = [m for p in self.ruleset.patterns if (m := self._match(p, scan, chain, code, facts))]
         return self._decide(matches, scan, chain, facts)
 
@@ -158,7 +167,8 @@ class Classifier:
     def _fallback(self, scan: ScanResult, chain: ExceptionChain | None, facts: Facts) -> Classification:
         """No rule matched: `unknown` if something PT2 failed, else `not_pt2`."""
         failed = chain is not None or bool(scan.failing_tests)
-        category = "unknown" if failed and facts.pt2_context else "not_pt2"
+        involved = facts.pt2_frames or facts.pt2_types or facts.pt2_code  # an issue's own code, not its prose
+        category = "unknown" if failed and involved else "not_pt2"
         head = chain.final.head if chain else (scan.failing_tests[0] if scan.failing_tests else "no error found")
         evidence = (Evidence(chain.final.line, chain.final.head),) if chain else ()
         confidence = 0.5 if category == "unknown" else (0.6 if chain else 0.8)
@@ -287,11 +297,11 @@ def _region(buf: bytes, start: int, first_line: int, scan: ScanResult) -> list[N
 
 
 def _code_texts(buf: bytes) -> list[NumberedLine]:
-    """Python code block lines of an issue (only small, markdown-looking inputs)."""
+    """Lines of an issue's Python code blocks (only small, markdown-looking inputs)."""
     if len(buf) > CODE_SCOPE_MAX_BYTES or b"```" not in buf[:CODE_SCOPE_MAX_BYTES]:
         return []
     lines: list[NumberedLine] = []
     for block in code_blocks(decode(buf)):
-        if block.is_python_repro:
+        if block.is_python:
             lines.extend((block.line + i, t) for i, t in enumerate(block.text.split("\n")))
     return lines

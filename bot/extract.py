@@ -52,19 +52,24 @@ def code_blocks(markdown: str) -> list[CodeBlock]:
             body.append(lines[index])
             index += 1
         text = "\n".join(body)
-        blocks.append(CodeBlock(language=info, text=text, line=start + 2, is_python_repro=_is_python_repro(info, text)))
+        blocks.append(CodeBlock(language=info, text=text, line=start + 2, is_python_repro=_is_python_repro(info, text),
+                                is_python=_is_python(info, text)))
         index += 1
     return blocks
 
 
-def _is_python_repro(info: str, text: str) -> bool:
-    if info not in PYTHON_INFOS or "import" not in text or "torch" not in text:
+def _is_python(info: str, text: str) -> bool:
+    if info not in PYTHON_INFOS or not text.strip() or "Traceback (most recent call last)" in text:
         return False
     try:
         ast.parse(text)
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def _is_python_repro(info: str, text: str) -> bool:
+    return "import" in text and "torch" in text and _is_python(info, text)
 
 
 def repro_scripts(markdown: str) -> tuple[str, ...]:

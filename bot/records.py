@@ -62,12 +62,14 @@ class ExceptionChain:
 
 @dataclass(frozen=True)
 class CodeBlock:
-    """A fenced block from an issue. `is_python_repro` marks code that parses and uses torch."""
+    """A fenced block from an issue. `is_python` marks code that parses as Python;
+    `is_python_repro` additionally imports torch (a script that can run on its own)."""
 
     language: str
     text: str
     line: int
     is_python_repro: bool
+    is_python: bool = False
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ CATEGORY_IDS = (
     "unknown",
 )
 SCOPES = ("exception", "message", "origin", "frames", "line", "code")
-FACTS = ("pt2_context", "pt2_frames", "no_pt2_frames", "exception", "no_exception")
+FACTS = ("pt2_context", "pt2_code", "pt2_frames", "no_pt2_frames", "exception", "no_exception")
 FORBIDDEN_TEST_FILES = ("test/dynamo/test_misc.py",)
 ARTIFACT_KINDS = ("trace", "compile_debug", "minifier")
 

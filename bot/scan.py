@@ -22,9 +22,12 @@ _TS = r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?)?(?:\x1b\[[0-9;]*m)*"
 TRACEBACK = r"Traceback \(most recent call last\):"
 CHAIN_SEPARATOR = (r"The above exception was the direct cause of the following exception:"
                    r"|During handling of the above exception, another exception occurred:")
-# A line that starts like "pkg.mod.SomethingError: message" (optionally pytest's "E   " prefix).
-EXCEPTION_HEAD = (_TS + r"(?:E {1,8})?(?:\x1b\[[0-9;]*m)*[A-Za-z_][\w.]*"
+# A line that starts like "pkg.mod.SomethingError: message" (optionally pytest's "E   " prefix):
+# a name with an exception-like suffix, or any CamelCase class behind a dotted module path
+# (torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode: ...).
+EXCEPTION_HEAD = (_TS + r"(?:E {1,8})?(?:\x1b\[[0-9;]*m)*(?:[A-Za-z_][\w.]*"
                   r"(?:Error|Exception|Unsupported|Exit|Interrupt|Failure|Failed|LimitHit|Violation|Issue|Missing)"
+                  r"|[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*)"
                   r"(?:\x1b\[[0-9;]*m)*(?::|[ \t\r]*$)")
 FAILED_TEST = _TS + r"(?:FAILED|ERROR) +\S+::\S+"
 PT2_MENTION = (r"torch\.compile|torch\._dynamo|torch\._inductor|torch\.export|torch\._export|torch\._functorch"

@@ -29,7 +29,8 @@ MESSAGE_END_RE = re.compile(
 )
 PYTEST_E_RE = re.compile(r"^E(?: {1,8}|$)")
 # Without a traceback around it, only a type named like an exception counts ("Note: ..." does not).
-EXCEPTION_TYPE_SUFFIX_RE = re.compile(r"(?:Error|Exception|Unsupported|Exit|Interrupt|Failure|Failed|LimitHit|Violation|Issue|Missing)$")
+EXCEPTION_TYPE_SUFFIX_RE = re.compile(r"(?:Error|Exception|Unsupported|Exit|Interrupt|Failure|Failed|LimitHit|Violation|Issue|Missing)$"
+                                      r"|^[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*$")
 MAX_MESSAGE_LINES = 200
 MAX_MESSAGE_CHARS = 64_000
 

@@ -1,11 +1,16 @@
-"""Record real torch output for every repro in tests/repros/ into tests/corpus/recorded/.
+"""Record real torch output into tests/corpus/recorded/ (re-run after a torch upgrade, then
+`python tests/corpus/build_cases.py`).
 
-Each repro runs through the sandbox exactly as `pt2-triage reproduce` runs it, twice: plain
-(`<name>.log`, what a user sees) and with its category's diagnostics (`<name>.diag.log`, e.g.
-TORCH_LOGS=graph_breaks). The text stored is what the classifier reads (`output_text`). Re-run
-after a torch upgrade, then `python tests/corpus/build_cases.py`.
+Sources, each a standalone script headed `# category: <id>` and `# about: <one line>`:
+- tests/repros/*.py (default): the repros the reproduce/minimize tests use. Each runs twice through
+  the sandbox, exactly as `pt2-triage reproduce` runs it: plain (`<name>.log`, what a user sees) and
+  with its category's diagnostics (`<name>.diag.log`, e.g. TORCH_LOGS=graph_breaks);
+- tests/corpus/scenarios/*.py (`--set scenarios`): more failures and negatives, run once, plain
+  (a scenario that needs logging or env sets it itself);
+- tests/repros/gpu/*.py (`--set gpu`, on a CUDA machine).
+The text stored is what the classifier reads (`output_text`: stdout, stderr, how it ended).
 
-    python tests/corpus/record.py [--only NAME] [--jobs 2]
+    python tests/corpus/record.py [--set repros|scenarios|gpu] [--only NAME] [--jobs 2] [--out DIR]
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from runners.sandbox import RunSpec, run  # noqa: E402
 
 REPROS = ROOT / "tests" / "repros"
 RECORDED = Path(__file__).parent / "recorded"
+SETS = {"repros": (REPROS, True), "gpu": (REPROS / "gpu", True), "scenarios": (Path(__file__).parent / "scenarios", False)}
 HEADER_RE = re.compile(r"^# (category|about|corpus|device): (.+)$", re.M)
 MAX_BYTES, HEAD_BYTES, TAIL_BYTES = 200_000, 20_000, 150_000
 
@@ -44,11 +50,13 @@ def shorten(text: str) -> str:
             + data[-TAIL_BYTES:]).decode("utf-8", errors="replace")
 
 
-def record(path: Path, ruleset, torch_version: str, out: Path) -> list[str]:
+def record(path: Path, ruleset, torch_version: str, out: Path, with_diagnostics: bool = True) -> list[str]:
     script = path.read_text()
     meta = header(script)
     written = []
-    variants = {"": dict(ALWAYS_ENV), ".diag": diagnostics_env(ruleset.categories[meta["category"]], collect_artifacts=False)}
+    variants = {"": dict(ALWAYS_ENV)}
+    if with_diagnostics:
+        variants[".diag"] = diagnostics_env(ruleset.categories[meta["category"]], collect_artifacts=False)
     for suffix, env in variants.items():
         result = run(RunSpec(script=script, env=env, timeout_s=300))
         name = f"{path.stem}{suffix}"
@@ -66,18 +74,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", help="record just this repro (file stem)")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--gpu", action="store_true", help="record the CUDA repros in tests/repros/gpu/ (needs a GPU)")
+    parser.add_argument("--set", choices=sorted(SETS), default="repros", help="which scripts to record")
     parser.add_argument("--out", type=Path, default=RECORDED, help="where to write (default tests/corpus/recorded)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     ruleset = load_ruleset()
     torch_version = probe_machine().get("torch_version", "unknown")
-    folder = REPROS / "gpu" if args.gpu else REPROS
+    folder, with_diagnostics = SETS[args.set]
     paths = [p for p in sorted(folder.glob("*.py")) if not header(p.read_text()).get("corpus", "").startswith("skip")]
     if args.only:
         paths = [p for p in paths if p.stem == args.only]
     with ThreadPoolExecutor(args.jobs) as pool:
-        for lines in pool.map(lambda p: record(p, ruleset, torch_version, args.out), paths):
+        for lines in pool.map(lambda p: record(p, ruleset, torch_version, args.out, with_diagnostics), paths):
             print("\n".join(lines), flush=True)
 
 
