@@ -171,9 +171,13 @@ def parse_ruleset(categories_doc: Any, patterns_doc: Any, *, where: str = "rules
     return Ruleset(categories=categories, patterns=ranked)
 
 
+# libyaml's loader parses the rules ~20x faster than the pure-Python one (0.2 s of every CLI start).
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _load_yaml(path: Path | Any, label: str) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_SafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         raise RulesError(f"{label}: not valid YAML: {exc}") from None
 
