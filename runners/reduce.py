@@ -276,11 +276,21 @@ def _drop_parameter(name: str, is_class: bool, param_index: int, arg_index: int)
         target = args.posonlyargs if param_index < len(args.posonlyargs) else args.args
         del target[param_index if target is args.posonlyargs else param_index - len(args.posonlyargs)]
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name \
-                    and arg_index < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args):
+            if _calls(node, name) and arg_index < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args):
                 del node.args[arg_index]
         return True
     return edit
+
+
+def _calls(node: ast.AST, name: str) -> bool:
+    """`name(...)`, or `wrapper(name, ...)(...)` (a function passed through a decorator-like call)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id == name
+    return (isinstance(func, ast.Call) and bool(func.args) and isinstance(func.args[0], ast.Name)
+            and func.args[0].id == name)
 
 
 def inline_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
