@@ -213,48 +213,49 @@ def make_runner(stack: ExitStack, warm: bool):
         return sandbox.run
 
 
+def add_command(commands, name: str, handler, help: str, json_help: str) -> argparse.ArgumentParser:
+    """A subcommand with the options every command shares (--json, --rules)."""
+    command = commands.add_parser(name, help=help)
+    command.add_argument("--json", action="store_true", help=json_help)
+    command.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
+    command.set_defaults(handler=handler)
+    return command
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pt2-triage", description="Triage PyTorch 2 compiler failures.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    classify = commands.add_parser("classify", help="classify an issue text or a log")
+    classify = add_command(commands, "classify", cmd_classify, "classify an issue text or a log",
+                           "print JSON instead of a readable verdict")
     classify.add_argument("file", nargs="?", default="-", help="issue markdown or log file; - for stdin (default)")
-    classify.add_argument("--json", action="store_true", help="print JSON instead of a readable verdict")
-    classify.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
-    classify.set_defaults(handler=cmd_classify)
 
-    evaluate_cmd = commands.add_parser("eval", help="score the classifier on a labeled JSONL corpus")
+    evaluate_cmd = add_command(commands, "eval", cmd_eval, "score the classifier on a labeled JSONL corpus",
+                               "print the table to stderr and JSON as the last line")
     evaluate_cmd.add_argument("corpus", help="JSON lines with `body` and `category` (and optionally `id`)")
-    evaluate_cmd.add_argument("--json", action="store_true", help="print the table to stderr and JSON as the last line")
-    evaluate_cmd.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
-    evaluate_cmd.set_defaults(handler=cmd_eval)
 
-    reproduce = commands.add_parser("reproduce", help="run a repro in the sandbox with the diagnostics its category needs")
+    reproduce = add_command(commands, "reproduce", cmd_reproduce,
+                            "run a repro in the sandbox with the diagnostics its category needs", "print the report as JSON")
     reproduce.add_argument("script", help="the repro script (untrusted: it only ever runs in the sandbox)")
     reproduce.add_argument("--issue", help="the issue text it came from, to choose the first diagnostics")
-    reproduce.add_argument("--json", action="store_true", help="print the report as JSON")
     reproduce.add_argument("--out", help="write report.json and artifacts (logs, debug dirs, tlparse, minifier) here")
     reproduce.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     reproduce.add_argument("--runs", type=int, default=1, help="runs of the final configuration, to detect flakiness")
     reproduce.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     reproduce.add_argument("--warm", action="store_true", help="reuse a warm torch worker for plain CPU runs")
     reproduce.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot minifier")
-    reproduce.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
-    reproduce.set_defaults(handler=cmd_reproduce)
 
-    minimize = commands.add_parser("minimize", help="shrink a failing repro while it fails the same way")
+    minimize = add_command(commands, "minimize", cmd_minimize, "shrink a failing repro while it fails the same way",
+                           "print the result and stats as JSON")
     minimize.add_argument("script", help="the failing repro (runs only in the sandbox)")
     minimize.add_argument("--out", help="write the minimized script here")
     minimize.add_argument("--budget", type=float, default=600, help="seconds to spend searching (default 600)")
     minimize.add_argument("--timeout", type=float, default=120, help="seconds per candidate run (default 120)")
     minimize.add_argument("--jobs", type=int, default=2, help="candidates tested in parallel (warm workers)")
-    minimize.add_argument("--json", action="store_true", help="print the result and stats as JSON")
     minimize.add_argument("--no-graph-minifier", action="store_true",
                           help="skip torch's after_aot graph minifier for backend/accuracy failures")
-    minimize.add_argument("--rules", help="a directory with categories.yaml and patterns.yaml to use instead")
-    minimize.set_defaults(handler=cmd_minimize)
     return parser
 
 
