@@ -19,7 +19,7 @@ import re2
 
 from .extract import code_blocks
 from .graph_breaks import GraphBreakRegistry
-from .logtext import decode
+from .logtext import clean_line, decode
 from .records import Classification, Evidence, ExceptionChain
 from .ruleset import Pattern, Ruleset
 from .scan import ScanResult, Scanner, count_newlines
@@ -290,8 +290,6 @@ def _region_start_before(buf: bytes, offset: int, span: int = 256 << 10) -> int:
 
 def _region(buf: bytes, start: int, first_line: int, scan: ScanResult) -> list[NumberedLine]:
     """Cleaned, numbered lines from byte `start` on, at most MAX_REGION_BYTES of them."""
-    from .logtext import clean_line
-
     text = decode(buf[start:start + MAX_REGION_BYTES])
     return [(first_line + i, clean_line(line)) for i, line in enumerate(text.split("\n"))]
 
