@@ -38,6 +38,15 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def kill_quietly(pid: int) -> None:
+    if pid <= 0:  # never a process group by accident
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # already gone (the group's SIGTERM reached it first)
+        pass
+
+
 def kill_leftovers() -> None:
     """Orphans reparent to us (PID 1 or subreaper): kill and reap until none are left."""
     for _ in range(50):
@@ -45,10 +54,7 @@ def kill_leftovers() -> None:
         if not leftovers:
             return
         for pid in leftovers:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_quietly(pid)
         deadline = time.monotonic() + 1
         while time.monotonic() < deadline:
             try:
@@ -65,6 +71,8 @@ def main() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+    stop = []  # the target's pid, once there is one (a SIGTERM before that only marks the wish)
+    signal.signal(signal.SIGTERM, lambda *_: kill_quietly(stop[0]) if stop else stop.append(0))
     target = os.fork()
     if target == 0:
         os.close(status_fd)
@@ -74,7 +82,9 @@ def main() -> None:
         except OSError as exc:
             sys.stderr.write(f"sandbox: cannot run {argv[0]}: {exc.strerror}\n")
             os._exit(127)
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(target, signal.SIGKILL))
+    if stop:  # asked to stop (timeout) before the target existed
+        kill_quietly(target)
+    stop[:] = [target]
     while True:
         pid, status, usage = os.wait4(-1, 0)
         if pid == target:

@@ -12,7 +12,7 @@ serves run requests on CTRL_FD, a SOCK_SEQPACKET unix socket: one JSON message p
   <- {"event": "done", "wait_status", "maxrss_kb"}   once per run
 
 Per run it forks the target, which starts a new session, applies the rlimits, enters the workdir,
-takes the scrubbed environment and runs the script with `runpy` exactly as `python repro.py`
+takes the scrubbed environment and runs the script as __main__ exactly as `python repro.py`
 would (traceback and exit status included). The server itself never runs user code and never
 initialises CUDA, so every fork starts from the same pristine, never-compiled state.
 
@@ -39,26 +39,62 @@ MAX_MESSAGE = 1 << 20
 
 # --- preload -------------------------------------------------------------------------------------
 def preload(modules):
-    """Import what every run would import anyway; touch nothing that compiles or starts threads."""
-    for name in modules:
-        __import__(name)
-    if "torch" in modules:
-        import torch  # noqa: F401
-        import torch._dynamo  # noqa: F401
-        import torch._inductor.compile_fx  # noqa: F401
-        import torch._inductor.config  # noqa: F401
+    """Import what every run would import anyway; compile nothing, and never touch CUDA.
+
+    Some imports ask `torch.cuda.is_available()` (torch._inductor.runtime.benchmarking does, at
+    import): through the CUDA runtime that initialises the driver and marks every later fork
+    "bad" (the child then fails with "Cannot re-initialize CUDA in forked subprocess", even for a
+    CPU script, as soon as Dynamo saves the CUDA RNG state). PYTORCH_NVML_BASED_CUDA_CHECK=1
+    makes torch answer through NVML instead, with the same answer; it is set only while importing
+    (runs get their own environment)."""
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    try:
+        for name in modules:
+            __import__(name)
+        if "torch" in modules:
+            import torch  # noqa: F401
+            import torch._dynamo  # noqa: F401
+            import torch._inductor.compile_fx  # noqa: F401
+            import torch._inductor.config  # noqa: F401
+    finally:
+        del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
 
 
-def fork_hazards(modules):
-    """Reasons forking this process would be unsafe: CUDA initialised, or threads running."""
-    problems = []
-    threads = len(os.listdir("/proc/self/task"))
-    if threads != 1:
-        problems.append(f"{threads} threads after the preload")
+def fork_hazards():
+    """Reasons a fork of this process could not be a faithful run: CUDA initialised here, or a
+    child that torch considers a bad fork (asked in a throw-away child, so any cause is caught)."""
     torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
-        problems.append("CUDA was initialised by the preload")
-    return problems
+    if torch is None:
+        return []
+    if torch.cuda.is_initialized():
+        return ["CUDA was initialised by the preload"]
+    in_bad_fork = getattr(torch.cuda, "_is_in_bad_fork", None)
+    if in_bad_fork is None:
+        return []
+    read_fd, write_fd = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.write(write_fd, b"1" if in_bad_fork() else b"0")
+        os._exit(0)
+    os.close(write_fd)
+    answer = os.read(read_fd, 1)
+    os.close(read_fd)
+    os.waitpid(child, 0)
+    return ["a fork of the preloaded server cannot use CUDA (torch's bad-fork flag is set)"] if answer != b"0" else []
+
+
+def thread_names():
+    """Threads the preload started. Not refused: BLAS pools (OpenBLAS starts one per core when numpy
+    is imported) handle fork with pthread_atfork, and forking such a process is what
+    multiprocessing's fork start method does too; reported so the owner can log it."""
+    names = []
+    for task in sorted(os.listdir("/proc/self/task"), key=int)[1:]:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                names.append(comm.read().strip())
+        except OSError:
+            pass
+    return names
 
 
 # --- messages ------------------------------------------------------------------------------------
@@ -123,21 +159,37 @@ def apply_env_after_import(env):
 
 def run_as_main(script):
     """Exit status of running `script` as __main__, printing an uncaught exception like python does."""
-    import runpy
     try:
-        runpy.run_path(script, run_name="__main__")
+        exec_as_main(script)
     except SystemExit as exc:
         return exit_status(exc)
     except BaseException as exc:  # noqa: BLE001 - exactly what the interpreter would print
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename != script:
-            tb = tb.tb_next  # drop our frames and runpy's: the traceback starts at <module>
+            tb = tb.tb_next  # drop our own frames: the traceback starts at <module>
         # (none left for a SyntaxError in the script: python prints no traceback for it either)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         if isinstance(exc, KeyboardInterrupt):
             return -signal.SIGINT
         return 1
     return 0
+
+
+def exec_as_main(script):
+    """What `python script` does: a new __main__ (for good: pickling and atexit handlers see it),
+    __file__ absolute, sys.argv[0] as given, the source compiled under its own file name."""
+    import builtins
+    import importlib.machinery
+    import types
+    main = types.ModuleType("__main__")
+    main.__file__ = script
+    main.__cached__ = None
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", script)
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    with open(script, "rb") as source:
+        code = compile(source.read(), script, "exec", dont_inherit=True)
+    exec(code, main.__dict__)
 
 
 def exit_status(exc):
@@ -296,8 +348,9 @@ def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a stray Ctrl-C must not end the server
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     preload(modules)
-    hazards = fork_hazards(modules)
-    send(ctrl, {"event": "ready" if not hazards else "unsafe", "problems": hazards, "pid_namespace": os.getpid() == 1})
+    hazards = fork_hazards()
+    send(ctrl, {"event": "ready" if not hazards else "unsafe", "problems": hazards,
+                "pid_namespace": os.getpid() == 1, "threads": thread_names()})
     if hazards:
         return
     while True:
@@ -314,3 +367,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    os._exit(0)  # skip interpreter shutdown (torch's takes seconds); there is nothing to flush

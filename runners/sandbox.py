@@ -64,12 +64,15 @@ class RunSpec:
     env: Mapping[str, str] = field(default_factory=dict)  # extra variables, e.g. TORCH_LOGS
     timeout_s: float = 300
     cpu_time_s: int | None = 600
-    address_space_bytes: int | None = 16 * GiB
+    # 32, not 16 GiB: CUDA reserves virtual address space at init; measured on an H100 host
+    # (torch 2.11+cu130), torch.ones(3, device="cuda") fails under 16 GiB and works under 32 GiB.
+    address_space_bytes: int | None = 32 * GiB
     output_cap_bytes: int = 4 * MiB  # per stream
     files: Mapping[str, str] = field(default_factory=dict)  # extra files, relative to the workdir
     isolate_network: bool = True
     keep_workdir: bool = False
     workdir: str | None = None  # run here instead of a fresh temp dir (never removed)
+    cache_dir: str | None = None  # share Inductor/Triton caches between runs of one job (else per run)
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ def is_secret_name(name: str) -> bool:
     return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
 
 
-def build_env(extra: Mapping[str, str], workdir: Path, parent: Mapping[str, str] = os.environ) -> dict[str, str]:
+def build_env(extra: Mapping[str, str], workdir: Path, parent: Mapping[str, str] = os.environ,
+              cache_dir: str | None = None) -> dict[str, str]:
     """The child's whole environment. Raises ValueError if `extra` names a credential (a caller bug)."""
     refused = sorted(name for name in extra if is_secret_name(name))
     if refused:
@@ -135,8 +139,8 @@ def build_env(extra: Mapping[str, str], workdir: Path, parent: Mapping[str, str]
         "LC_ALL": "C.UTF-8",
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor_cache"),
-        "TRITON_CACHE_DIR": str(workdir / "triton_cache"),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir or workdir) / "inductor_cache"),
+        "TRITON_CACHE_DIR": str(Path(cache_dir or workdir) / "triton_cache"),
     }
     env.update({name: parent[name] for name in PASS_THROUGH if name in parent and not is_secret_name(name)})
     env.update({str(k): str(v) for k, v in extra.items()})
@@ -204,7 +208,7 @@ def prepare(spec: RunSpec) -> Prepared:
         if owned:
             shutil.rmtree(workdir, ignore_errors=True)
         raise
-    return Prepared(workdir, build_env(spec.env, workdir), owned)
+    return Prepared(workdir, build_env(spec.env, workdir, cache_dir=spec.cache_dir), owned)
 
 
 # --- output ------------------------------------------------------------------------------------

@@ -16,10 +16,13 @@ from a cold one:
   enables faulthandler, OMP_NUM_THREADS calls torch.set_num_threads), and a variable set to the
   value every run gets anyway (e.g. PYTHONUNBUFFERED=1) is harmless;
 - the spec runs a command (`argv`), another interpreter, or other network isolation than the worker's;
-- CUDA (`run(spec, cuda=True)`): a process that initialised CUDA cannot fork safely, and the
-  server must not initialise it; GPU runs are always cold;
+- CUDA (`run(spec, cuda=True)`): GPU runs are always cold. The server itself never initialises
+  CUDA (its preload answers torch's import-time `cuda.is_available()` through NVML, and it refuses
+  to serve if a fork of it would be a "bad fork"), so even a CPU run on a GPU host, where Dynamo
+  touches CUDA to save its RNG state, works warm; checked on an H100 host;
 - the server died: it is restarted once; after that every run is cold.
-Runs are serialised (one server, one run at a time); callers may still call from several threads.
+Runs are serialised (one server, one run at a time); callers may still call from several
+threads. For parallel runs use several workers (runners/pool.py).
 Known differences from a cold run: warnings torch prints while it is imported (e.g. "Failed to
 initialize NumPy") were printed by the server, not the run; the CPU-time limit does not count
 the import.
@@ -123,6 +126,9 @@ class WarmWorker:
             raise WorkerUnavailable(f"the warm worker did not start: {reason}")
         if self.network[0] and not ready.get("pid_namespace"):
             log.warning("warm worker: expected to be PID 1 of its own namespace, but is not")
+        if ready.get("threads"):
+            log.info("warm worker: the preload started %d threads (%s); forking anyway",
+                     len(ready["threads"]), ", ".join(sorted(set(ready["threads"]))))
         log.info("warm worker ready (preloaded %s)", ", ".join(self.preload) or "nothing")
 
     def close(self) -> None:

@@ -1,12 +1,17 @@
-"""The warm worker gives what a cold run gives, faster, under the same rules."""
+"""The warm worker gives what a cold run gives, faster, under the same rules.
+
+Tests that need torch share one torch-preloaded worker (marked slow); the rules themselves
+(limits, cleanup, isolation, fallback) are checked on a worker that preloads nothing.
+"""
 from __future__ import annotations
+
+import re
+import subprocess
 
 import pytest
 
 from runners.sandbox import RunSpec, run
-from runners.worker import WarmWorker
-
-pytestmark = pytest.mark.slow
+from runners.worker import WarmWorker, warm_safe_env
 
 COMPILE = "import torch\nf = torch.compile(lambda x: x + 1, backend='eager')\nprint(f(torch.ones(2)))\n"
 
@@ -17,13 +22,27 @@ def worker():
         yield warm
 
 
+@pytest.fixture(scope="module")
+def bare():
+    with WarmWorker(preload=()) as warm:
+        yield warm
+
+
+def _same_paths(text: str) -> str:
+    return re.sub(r"/tmp/pt2-sandbox-[^/]+/", "WORKDIR/", text)
+
+
+# --- with torch -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_warm_run_prints_what_a_cold_run_prints(worker):
     warm, cold = worker.run(RunSpec(script=COMPILE)), run(RunSpec(script=COMPILE))
     assert warm.warm and not cold.warm
     assert warm.stdout == cold.stdout == "tensor([2., 2.])\n"
     assert warm.status == cold.status == "ok"
+    assert warm.duration_s < cold.duration_s
 
 
+@pytest.mark.slow
 def test_every_run_starts_with_fresh_dynamo_state(worker):
     script = ("import torch\nfrom torch._dynamo.utils import counters\n"
               "assert not counters['stats'], dict(counters)\n"
@@ -33,48 +52,111 @@ def test_every_run_starts_with_fresh_dynamo_state(worker):
     assert first.stdout == second.stdout == "True\n", first.stderr + second.stderr
 
 
-def test_exception_gives_exit_1_and_the_interpreter_traceback(worker):
-    result = worker.run(RunSpec(script="def f():\n    raise KeyError('boom')\nf()\n"))
-    assert (result.exit_code, result.warm) == (1, True)
-    assert result.stderr.rstrip().endswith("KeyError: 'boom'") and "in f" in result.stderr
+@pytest.mark.slow
+def test_caches_live_in_the_runs_own_workdir(worker):
+    script = "import os\nfrom torch._inductor.runtime.cache_dir_utils import cache_dir\nprint(cache_dir().startswith(os.getcwd()))"
+    assert worker.run(RunSpec(script=script)).stdout == "True\n"
 
 
-def test_sys_exit_code_is_kept(worker):
-    assert worker.run(RunSpec(script="import sys\nsys.exit(7)")).exit_code == 7
-
-
+@pytest.mark.slow
 def test_segfault_in_a_warm_child(worker):
     result = worker.run(RunSpec(script="import ctypes\nctypes.string_at(0)", env={"PYTHONFAULTHANDLER": "1"}))
     assert (result.status, result.signal, result.warm) == ("crashed", "SIGSEGV", True)
     assert "Fatal Python error: Segmentation fault" in result.stderr
 
 
-def test_timeout_kills_and_the_worker_keeps_serving(worker):
-    result = worker.run(RunSpec(script="import time\ntime.sleep(1000)", timeout_s=1.5))
-    assert result.status == "timeout" and result.warm
-    assert worker.run(RunSpec(script="print('next')")).stdout == "next\n"
-
-
-def test_no_token_and_no_network_when_warm(worker, monkeypatch):
-    monkeypatch.setenv("GITHUB_TOKEN", "ghp_leak")
-    result = worker.run(RunSpec(script="import os, socket\nprint(os.environ.get('GITHUB_TOKEN'))\n"
-                                       "socket.create_connection(('127.0.0.1', 9), timeout=2)"))
-    assert result.stdout == "None\n" and result.exit_code == 1
-    assert result.network_isolated == worker.network_isolated
-
-
+@pytest.mark.slow
 def test_import_time_env_falls_back_to_a_cold_run(worker):
     result = worker.run(RunSpec(script="import os\nprint(os.environ['TORCH_LOGS'])", env={"TORCH_LOGS": "graph_breaks"}))
     assert (result.warm, result.stdout) == (False, "graph_breaks\n")
 
 
+@pytest.mark.slow
 def test_cuda_runs_are_always_cold(worker):
     assert worker.run(RunSpec(script="print(1)"), cuda=True).warm is False
 
 
-def test_a_dead_server_is_restarted_once():
+# --- the rules, without torch ---------------------------------------------------------------------------
+def test_exception_gives_exit_1_and_the_same_traceback_as_python(bare):
+    script = "def f():\n    raise KeyError('boom')\nf()\n"
+    warm, cold = bare.run(RunSpec(script=script)), run(RunSpec(script=script))
+    assert (warm.exit_code, warm.warm) == (1, True)
+    assert _same_paths(warm.stderr) == _same_paths(cold.stderr)
+    assert warm.stderr.startswith("Traceback (most recent call last):\n") and "in f" in warm.stderr
+
+
+@pytest.mark.parametrize("script, code", [("import sys\nsys.exit(7)", 7), ("raise SystemExit('bye')", 1),
+                                          ("raise SystemExit", 0), ("def (", 1)])
+def test_exit_status_and_stderr_match_python(bare, script, code):
+    warm, cold = bare.run(RunSpec(script=script)), run(RunSpec(script=script))
+    assert warm.warm and warm.exit_code == cold.exit_code == code
+    assert _same_paths(warm.stderr) == _same_paths(cold.stderr)
+
+
+def test_main_module_argv_and_path_match_python(bare):
+    script = ("import os, sys, __main__\nprint(sys.argv, __name__, __file__ == os.path.abspath('repro.py'))\n"
+              "print(sys.path[0] == os.getcwd(), __main__.__dict__ is globals(), os.getpid() > 1)\n")
+    warm, cold = bare.run(RunSpec(script=script)), run(RunSpec(script=script))
+    assert warm.stdout == cold.stdout == "['repro.py'] __main__ True\nTrue True True\n"
+
+
+def test_timeout_kills_and_the_worker_keeps_serving(bare):
+    result = bare.run(RunSpec(script="import time\ntime.sleep(1000)", timeout_s=1))
+    assert (result.status, result.signal, result.warm) == ("timeout", None, True)
+    assert 1 <= result.duration_s < 3
+    assert bare.run(RunSpec(script="print('next')")).stdout == "next\n"
+
+
+def test_output_is_capped_and_a_flood_is_stopped(bare):
+    result = bare.run(RunSpec(script="import sys\nwhile True:\n    sys.stdout.write('x' * 65536)",
+                              output_cap_bytes=1 << 20))
+    assert result.limits_fired == ("output",) and result.warm
+    assert len(result.stdout) < (1 << 20) + 100 and result.stdout_dropped_bytes > 60 << 20
+
+
+def test_limits_apply_to_warm_runs(bare):
+    memory = bare.run(RunSpec(script="b = []\nwhile True:\n    b.append(bytearray(64 << 20))", address_space_bytes=1 << 30))
+    assert memory.limits_fired == ("address_space",) and "MemoryError" in memory.stderr
+    cpu = bare.run(RunSpec(script="while True:\n    pass", cpu_time_s=1))
+    assert (cpu.status, cpu.signal, cpu.limits_fired) == ("limit", "SIGXCPU", ("cpu_time",))
+
+
+def test_children_that_outlive_a_warm_run_are_killed(bare):
+    script = ("import os, subprocess\n"
+              "if os.fork() == 0:\n    os.setsid()\n    subprocess.Popen(['sleep', '986'])\n    os._exit(0)\n"
+              "subprocess.Popen(['sleep', '986'])\nprint('parent exits')\n")
+    assert bare.run(RunSpec(script=script)).stdout == "parent exits\n"
+    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 986" not in listing
+
+
+def test_no_token_and_no_network_when_warm(bare, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_leak")
+    result = bare.run(RunSpec(script="import os, socket\nprint(os.environ.get('GITHUB_TOKEN'))\n"
+                                     "socket.create_connection(('127.0.0.1', 9), timeout=2)"))
+    assert result.stdout == "None\n" and result.exit_code == 1 and result.warm
+    assert result.network_isolated == bare.network_isolated
+    with pytest.raises(ValueError, match="GITHUB_TOKEN"):
+        bare.run(RunSpec(script="pass", env={"GITHUB_TOKEN": "x"}))
+
+
+def test_which_env_can_run_warm():
+    assert warm_safe_env({}) and warm_safe_env({"PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"})
+    assert not warm_safe_env({"TORCH_LOGS": "+dynamo"}) and not warm_safe_env({"TORCHINDUCTOR_MAX_AUTOTUNE": "1"})
+    assert not warm_safe_env({"PYTHONUNBUFFERED": "0"})
+
+
+def test_commands_run_cold(bare):
+    assert bare.run(RunSpec(argv=("echo", "hi"))).warm is False
+
+
+def test_a_dead_server_is_restarted_once_then_runs_go_cold():
     with WarmWorker(preload=()) as warm:
-        warm.proc.kill()
-        warm.proc.wait()
+        warm._proc.kill()
+        warm._proc.wait()
         result = warm.run(RunSpec(script="print('alive')"))
         assert (result.stdout, result.warm, warm.restarts) == ("alive\n", True, 1)
+        warm._proc.kill()
+        warm._proc.wait()
+        result = warm.run(RunSpec(script="print('cold')"))
+        assert (result.stdout, result.warm, warm.restarts) == ("cold\n", False, 1)
