@@ -250,7 +250,7 @@ def final_chain(buf: bytes, scan: ScanResult) -> ExceptionChain | None:
     candidates = []
     if scan.tracebacks:
         start = _chain_start(scan)
-        chain = parse_python_chain(_region(buf, start.offset, start.line, scan))
+        chain = parse_python_chain(_region(buf, start.offset, start.line))
         if chain:
             candidates.append(chain)
     if scan.exception_heads:
@@ -258,7 +258,7 @@ def final_chain(buf: bytes, scan: ScanResult) -> ExceptionChain | None:
         end_of_tb = max((e.line for c in candidates for e in c.exceptions), default=0)
         if last_head.line > end_of_tb and not _inside_message(candidates, last_head.line):
             region_start = _region_start_before(buf, last_head.offset)
-            lines = _region(buf, region_start, last_head.line - count_newlines(buf, region_start, last_head.offset), scan)
+            lines = _region(buf, region_start, last_head.line - count_newlines(buf, region_start, last_head.offset))
             chain = parse_pytest_failure(lines) or parse_bare_exception(
                 [(n, t) for n, t in lines if n <= last_head.line + 200])
             if chain and chain.final.line >= last_head.line:
@@ -288,7 +288,7 @@ def _region_start_before(buf: bytes, offset: int, span: int = 256 << 10) -> int:
     return buf.rfind(b"\n", 0, start) + 1 if start else 0
 
 
-def _region(buf: bytes, start: int, first_line: int, scan: ScanResult) -> list[NumberedLine]:
+def _region(buf: bytes, start: int, first_line: int) -> list[NumberedLine]:
     """Cleaned, numbered lines from byte `start` on, at most MAX_REGION_BYTES of them."""
     text = decode(buf[start:start + MAX_REGION_BYTES])
     return [(first_line + i, clean_line(line)) for i, line in enumerate(text.split("\n"))]

@@ -135,7 +135,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     machine = machine_environment(probe_machine())
     options = ReproduceOptions(runs=args.runs, timeout_s=args.timeout, device=args.device, minify_graph=not args.no_minifier)
     with ExitStack() as stack:
-        reproducer = Reproducer(classifier, make_runner(stack, args.warm), machine, options, out_dir)
+        reproducer = Reproducer(classifier, make_runner(stack, 1 if args.warm else 0), machine, options, out_dir)
         reproduction = reproducer.reproduce(script_path.read_text(encoding="utf-8", errors="replace"), issue_text)
     report = TriageReport(classification=reproducer.final_classification(issue_text), source="local_file",
                           reference=str(script_path), machine=machine, reproduction=reproduction)
@@ -150,9 +150,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_minimize(args: argparse.Namespace) -> int:
-    from runners.pool import WarmPool
-    from runners.worker import WorkerUnavailable
-
     from .minimize import Minimizer, NotReproducible
 
     script_path = Path(args.script)
@@ -160,13 +157,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.script}: no such file")
     classifier = build_classifier(args.rules)
     with ExitStack() as stack:
-        try:
-            runner = stack.enter_context(WarmPool(args.jobs)).run
-        except WorkerUnavailable as exc:
-            from runners import sandbox
-
-            log.warning("warm workers unavailable (%s); running cold", exc)
-            runner = sandbox.run
+        runner = make_runner(stack, args.jobs)
         minimizer = Minimizer(classifier, runner, budget_s=args.budget, timeout_s=args.timeout, parallelism=args.jobs)
         try:
             result = minimizer.minimize(script_path.read_text(encoding="utf-8", errors="replace"))
@@ -199,17 +190,18 @@ def graph_minifier(classifier: Classifier, script: str, category_id: str) -> dic
                                          "repro_source": outcome.repro_source, "duration_s": outcome.duration_s}
 
 
-def make_runner(stack: ExitStack, warm: bool):
-    """Cold sandboxed runs, or the warm fork-server (which falls back to cold by itself)."""
+def make_runner(stack: ExitStack, warm_workers: int):
+    """Cold sandboxed runs (0), or that many warm fork-servers, which fall back to cold by themselves."""
     from runners import sandbox
-    from runners.worker import WarmWorker, WorkerUnavailable
+    from runners.pool import WarmPool
+    from runners.worker import WorkerUnavailable
 
-    if not warm:
+    if warm_workers < 1:
         return sandbox.run
     try:
-        return stack.enter_context(WarmWorker()).run
+        return stack.enter_context(WarmPool(warm_workers)).run
     except WorkerUnavailable as exc:
-        log.warning("warm worker unavailable (%s); running cold", exc)
+        log.warning("warm workers unavailable (%s); running cold", exc)
         return sandbox.run
 
 

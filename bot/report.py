@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
 from . import __version__
-from .records import Classification, Evidence, ReporterEnvironment
+from .records import Classification, ReporterEnvironment
 
 SCHEMA_VERSION = 1
 
@@ -133,6 +133,3 @@ def _coerce(hint: Any, value: Any) -> Any:
         return _coerce(args[0], value)
     return value
 
-
-__all__ = ["SCHEMA_VERSION", "MachineEnvironment", "RunRecord", "MinifierResult", "Reproduction", "TriageReport",
-           "Classification", "Evidence"]

@@ -46,15 +46,20 @@ class ReproduceOptions:
     minifier_timeout_s: float = 900
 
 
+def plain_diagnostics(category: Category) -> dict[str, str]:
+    """The category's variables minus the minifier's: minifying is a separate step."""
+    return {**ALWAYS_ENV, **{k: v for k, v in category.diagnostics.env.items() if k not in MINIFIER_VARS}}
+
+
 def diagnostics_env(category: Category, *, collect_artifacts: bool) -> dict[str, str]:
-    """The env of a diagnostics run: the category's variables, minus the minifier's (that is a
-    separate step), plus the switches for the artifacts the category wants."""
-    env = {k: v for k, v in category.diagnostics.env.items() if k not in MINIFIER_VARS}
+    """The env of a diagnostics run: `plain_diagnostics` plus the switches for the artifacts the
+    category wants."""
+    env = plain_diagnostics(category)
     if collect_artifacts and "compile_debug" in category.artifacts:
         env["TORCH_COMPILE_DEBUG"] = "1"
     if collect_artifacts and "trace" in category.artifacts:
         env["TORCH_TRACE"] = TRACE_DIR  # relative: lands in the run's working directory
-    return {**ALWAYS_ENV, **env}
+    return env
 
 
 def needs_gpu(script: str, device: str) -> bool:
@@ -208,8 +213,7 @@ class Reproducer:
         if not self.options.minify_graph or "minifier" not in category.artifacts:
             return None
         keep = self.out_dir / "artifacts" / "minifier" if self.out_dir else None
-        env = {**ALWAYS_ENV, **{k: v for k, v in category.diagnostics.env.items() if k not in MINIFIER_VARS}}
-        outcome = run_after_aot_minifier(script, level=category.minifier_level, env=env,
+        outcome = run_after_aot_minifier(script, level=category.minifier_level, env=plain_diagnostics(category),
                                          timeout_s=self.options.minifier_timeout_s, keep_dir=keep)
         verified, signature = False, None
         if outcome.repro_source:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
+from .graph_breaks import GB_ID_RE
 from .logtext import clean_line
 
 TORCH_LOG_PREFIX_RE = re.compile(r"^[IWEVDC]\d{4} [\d:.]+ \d+ \S+\] (?:\[[^\]]*\] )*")
-GB_ID_RE = re.compile(r"\bGB(\d{4})\b", re.IGNORECASE)
 _SUBSTITUTIONS = (
     (re.compile(r"https?://\S+"), "<url>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
