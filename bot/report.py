@@ -76,6 +76,52 @@ class Reproduction:
 
 
 @dataclass(frozen=True)
+class MinimizedRepro:
+    """The reducer's result: a script that still fails with the original category and signature."""
+
+    source: str
+    signature_preserved: bool
+    lines_before: int
+    lines_after: int
+    tokens_before: int
+    tokens_after: int
+    runs: int
+    wall_s: float
+    stop_reason: str
+
+
+@dataclass(frozen=True)
+class TestSuggestion:
+    """Where the regression test belongs in PyTorch, and why."""
+
+    path: str
+    reason: str
+    test_class: str | None = None  # found in a given checkout, else the class the generated file defines
+    confirmed: bool = False  # the file exists in the checkout that was given
+    alternatives: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RegressionTest:
+    """A generated test that must fail now, for the same reason as the repro, and pass once fixed."""
+
+    test_name: str
+    class_name: str
+    assertion: str  # what it asserts: no_error | matches_eager | export_succeeds | ...
+    device: str  # cpu | cuda
+    method_source: str  # the method alone, indented for a class body
+    file_source: str  # a standalone test file with run_tests()
+    verification: str  # fails_same | fails_differently | passes | not_run
+    verification_note: str
+    failure_signature: str | None = None
+    patch: str | None = None  # unified diff adding the method to the suggested file of a checkout
+
+    @property
+    def verified_fails(self) -> bool:
+        return self.verification == "fails_same"
+
+
+@dataclass(frozen=True)
 class TriageReport:
     classification: Classification
     source: str  # issue | comment | ci_job | local_file
@@ -83,6 +129,13 @@ class TriageReport:
     reporter_environment: ReporterEnvironment = field(default_factory=ReporterEnvironment)
     machine: MachineEnvironment | None = None
     reproduction: Reproduction | None = None
+    issue_number: int | None = None
+    title: str | None = None
+    repro_source: str | None = None  # the script that was run, as found in the issue or given
+    minimized: MinimizedRepro | None = None
+    test_suggestion: TestSuggestion | None = None
+    regression_test: RegressionTest | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     tool_version: str = __version__
 

@@ -1,0 +1,100 @@
+"""Markdown that stays inert whatever users put into it.
+
+Everything the bot posts mixes its own markup with text it did not write: issue bodies, tracebacks,
+repro scripts, log lines. These helpers make that text unable to escape its place: a code fence
+cannot be closed from inside, an `@team` is not a mention, `<details>` or `<script>` in a log is
+shown, not interpreted, and `<!-- pt2-triage -->`-style markers in output cannot impersonate ours.
+"""
+from __future__ import annotations
+
+import re
+
+ZERO_WIDTH_SPACE = "\u200b"
+BACKTICK_RUN = re.compile(r"`+")
+FENCE_RUN = re.compile(r"`{3,}|~{3,}")
+# @user, @org/team, also after punctuation; e-mail addresses (x@y.z) are not mentions on GitHub.
+MENTION = re.compile(r"(?<![\w.+-])@(?=[A-Za-z0-9])")
+# #123 and GH-123 cross-reference issues (and notify their subscribers' timelines).
+ISSUE_REFERENCE = re.compile(r"(?<![\w&/])(#|GH-)(?=\d)", re.IGNORECASE)
+HTML_SPECIALS = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+HTML_COMMENT_OPEN = "<!--"
+
+
+def fence(text: str, info: str = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run inside, so it cannot be closed early.
+
+    Inside a fence GitHub renders no mentions and no HTML, so the content is kept verbatim except
+    for `<!--`, which is broken so that bot markers quoted from a log never look like ours.
+    """
+    longest = max((len(run) for run in BACKTICK_RUN.findall(text)), default=0)
+    marker = "`" * max(3, longest + 1)
+    body = text.replace(HTML_COMMENT_OPEN, "<!" + ZERO_WIDTH_SPACE + "--")
+    if not body.endswith("\n"):
+        body += "\n"
+    return f"{marker}{info_string(info)}\n{body}{marker}"
+
+
+def info_string(info: str) -> str:
+    """A fence's language tag: one word, no backticks (they would end the opening line's meaning)."""
+    word = re.sub(r"[^A-Za-z0-9_+.-]", "", info)
+    return word[:30]
+
+
+def code_span(text: str) -> str:
+    """Inline code for short user text (a file path, an exception type), on one line."""
+    flat = " ".join(text.split())
+    longest = max((len(run) for run in BACKTICK_RUN.findall(flat)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}"
+
+
+def inert(text: str) -> str:
+    """User text for markdown prose: HTML escaped, mentions and issue links defused, no fence openers.
+
+    A zero-width space after `@` (and `#`, and inside runs of three backticks or tildes) keeps the
+    text readable while GitHub no longer notifies, links, or opens a code block that would swallow
+    the rest of the comment. Emphasis is left alone: it cannot do harm, and escaping it hurts reading.
+    """
+    escaped = "".join(HTML_SPECIALS.get(char, char) for char in text)
+    escaped = MENTION.sub("@" + ZERO_WIDTH_SPACE, escaped)
+    escaped = ISSUE_REFERENCE.sub(lambda m: m.group(1) + ZERO_WIDTH_SPACE, escaped)
+    return FENCE_RUN.sub(lambda m: m.group(0)[0] + ZERO_WIDTH_SPACE + m.group(0)[1:], escaped)
+
+
+def inert_line(text: str, limit: int = 300) -> str:
+    """`inert`, on one line and at most `limit` characters: for table cells and list items."""
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return inert(flat).replace("|", "\\|")
+
+
+def details(summary: str, body: str, *, open_: bool = False) -> str:
+    """A collapsed section. The summary is ours (escaped anyway); the body must already be safe markdown."""
+    attribute = " open" if open_ else ""
+    return f"<details{attribute}><summary>{inert_line(summary, 200)}</summary>\n\n{body.rstrip()}\n\n</details>"
+
+
+def trim_lines(text: str, max_chars: int, *, keep: str = "tail") -> tuple[str, int]:
+    """At most `max_chars` of `text`, cut at line boundaries, keeping the head or the tail.
+
+    Returns the kept text and how many lines were dropped, so the caller can say so.
+    """
+    if len(text) <= max_chars:
+        return text, 0
+    lines = text.splitlines()
+    kept: list[str] = []
+    size = 0
+    ordered = reversed(lines) if keep == "tail" else iter(lines)
+    for line in ordered:
+        if size + len(line) + 1 > max_chars:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    if not kept:  # one enormous line: cut inside it
+        cut = text[-max_chars:] if keep == "tail" else text[:max_chars]
+        return cut, max(len(lines) - 1, 0)
+    if keep == "tail":
+        kept.reverse()
+    return "\n".join(kept), len(lines) - len(kept)
