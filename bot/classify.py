@@ -96,6 +96,11 @@ class Classifier:
     def classify_text(self, text: str | bytes, context: str = "") -> Classification:
         return self.classify(text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text, context)
 
+    def final_error(self, text: str | bytes) -> ExceptionChain | None:
+        """The error chain a classification is about (for its frames), without classifying again."""
+        buf = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
+        return final_chain(buf, self.scanner.scan(buf))
+
     def classify(self, buf: bytes, context: str = "") -> Classification:
         """Classify an input given as bytes or an mmap (never decoded whole).
 

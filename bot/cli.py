@@ -177,6 +177,37 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_triage(args: argparse.Namespace) -> int:
+    from runners.probe import probe_machine
+
+    from .reproduce import machine_environment
+    from .triage import Triage, TriageOptions
+
+    source = Path(args.input)
+    if not source.is_file():
+        raise UsageError(f"{args.input}: no such file (give an issue's markdown or a repro .py)")
+    root = Path(args.pytorch_root) if args.pytorch_root else None
+    if root and not (root / "test").is_dir():
+        raise UsageError(f"{args.pytorch_root}: not a PyTorch checkout (no test/ directory)")
+    out_dir = Path(args.out)
+    options = TriageOptions(out_dir=out_dir, issue_number=args.issue_number, pytorch_root=root, device=args.device,
+                            minimize_budget_s=args.budget, run_timeout_s=args.timeout,
+                            minify_graph=not args.no_minifier, jobs=args.jobs)
+
+    def progress(stage: str, note: str, seconds: float) -> None:
+        print(f"[{stage:>9}] {seconds:6.1f}s  {note}", file=sys.stderr, flush=True)
+
+    with ExitStack() as stack:
+        triage = Triage(build_classifier(args.rules), make_runner(stack, args.jobs),
+                        machine_environment(probe_machine()), options, progress)
+        report = triage.triage(source)
+    if args.json:
+        print(report.to_json())
+    else:
+        print(render("triage.txt.j2", report=report, out_dir=out_dir), end="")
+    return 0
+
+
 def graph_minifier(classifier: Classifier, script: str, category_id: str) -> dict:
     """torch's after_aot graph repro for backend/accuracy failures, next to the script-level result."""
     from runners import sandbox
@@ -248,6 +279,20 @@ def build_parser() -> argparse.ArgumentParser:
     minimize.add_argument("--jobs", type=int, default=2, help="candidates tested in parallel (warm workers)")
     minimize.add_argument("--no-graph-minifier", action="store_true",
                           help="skip torch's after_aot graph minifier for backend/accuracy failures")
+
+    triage = add_command(commands, "triage", cmd_triage,
+                         "the full local pipeline: classify, reproduce, minimize, suggest and verify a regression test",
+                         "print report.json to stdout")
+    triage.add_argument("input", help="an issue's markdown (the repro is taken from its code blocks) or a repro .py")
+    triage.add_argument("--out", default="triage-out",
+                        help="write comment.md, report.json, repro_min.py, test_regression.py (and test.patch) here")
+    triage.add_argument("--issue-number", type=int, help="the issue number, for the test's name and the comment")
+    triage.add_argument("--pytorch-root", help="a PyTorch checkout: confirm the test file and class, write test.patch")
+    triage.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    triage.add_argument("--budget", type=float, default=300, help="seconds for minimizing (default 300)")
+    triage.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
+    triage.add_argument("--jobs", type=int, default=2, help="warm workers for minimizing (0: cold runs only)")
+    triage.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot graph minifier")
     return parser
 
 

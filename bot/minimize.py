@@ -9,6 +9,7 @@ The search itself is runners/reduce.py; every candidate runs in the sandbox (war
 from __future__ import annotations
 
 import ast
+import re
 import logging
 import shutil
 import tempfile
@@ -65,8 +66,16 @@ def tidy(source: str) -> str:
     for index, node in enumerate(body):
         if index and (is_def(node) or is_def(body[index - 1])):
             parts.append("\n\n")
-        parts.append(ast.unparse(node) + "\n")
+        parts.append(unparse(node) + "\n")
     return "".join(parts)
+
+
+CLASS_HEADER_GAP = re.compile(r"^([ \t]*class [^\n]*:\n)\n", re.MULTILINE)
+
+
+def unparse(node: ast.AST) -> str:
+    """`ast.unparse` without the blank line it puts between a `class ...:` line and its first method."""
+    return CLASS_HEADER_GAP.sub(r"\1", ast.unparse(node))
 
 
 class Minimizer:

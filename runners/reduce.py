@@ -209,17 +209,32 @@ def _drop_item(path: NodePath, name: str, index: int) -> Edit:
 
 def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> Iterator[tuple[str, Edit]]:
     """Replace an expression by one of its direct subexpressions, or a call by a caller-given
-    simple expression (the caller knows its domain: e.g. a small tensor for any tensor-making call)."""
+    simple expression (the caller knows its domain: e.g. a small tensor for any tensor-making call).
+    A bare imported module is never offered as the simpler value (`torch.randn(2)` -> `torch` may
+    still fail the same way, but nobody can read that repro)."""
+    modules = imported_names(tree)
     for path, node in walk_paths(tree):
         if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
             continue
         if path[-1][0] in ("targets", "target", "ctx", "func") or isinstance(node, (ast.Starred, ast.Slice)):
             continue
         for child_name, child_index in _child_expressions(node):
+            child = getattr(node, child_name) if child_index is None else getattr(node, child_name)[child_index]
+            if isinstance(child, ast.Name) and child.id in modules:
+                continue
             yield "expressions", _replace_with_child(path, child_name, child_index)
         if isinstance(node, ast.Call):
             for replacement in replacements:
                 yield "expressions", _replace_with(path, replacement)
+
+
+def imported_names(tree: ast.AST) -> set[str]:
+    """Names a module binds with `import` (modules, mostly)."""
+    names = set()
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Import):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
 
 
 def _replace_with(path: NodePath, replacement: ast.expr) -> Edit:
