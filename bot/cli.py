@@ -293,6 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     triage.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     triage.add_argument("--jobs", type=int, default=2, help="warm workers for minimizing (0: cold runs only)")
     triage.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot graph minifier")
+    from .cli_app import register as register_app_commands  # serve, publish, ci-failure
+    register_app_commands(commands, add_command)
     return parser
 
 
