@@ -1,0 +1,86 @@
+"""Interestingness test for the peer reducers: exit 0 iff a candidate fails the same way.
+
+"The same way" is `bot.minimize.same_failure`, the policy `pt2-triage minimize` uses: the run
+in the sandbox (runners/sandbox.py, a fresh interpreter: cold) classifies to the original's
+category and normalized signature, and it is not a user-level slip (NameError, ImportError, ...).
+
+    interesting.py --category C --signature S [FILE]   # FILE, or the candidate on stdin
+    interesting.py --describe FILE                     # print the failure of FILE as JSON
+
+The candidate comes as a path (shrinkray >= 25 with --input-type arg) or on stdin (shrinkray
+0.0.x, which only pipes). Each call appends one line to $PT2_BENCH_RUN_LOG when it is set, so the
+benchmark can count a peer's predicate runs. $PT2_BENCH_CACHE_DIR, when set, is the Inductor
+cache shared by the runs of one reduction, as `pt2-triage minimize` shares one per job.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.cli import build_classifier  # noqa: E402
+from bot.minimize import same_failure  # noqa: E402
+from bot.records import Classification  # noqa: E402
+from bot.reproduce import ALWAYS_ENV, output_text  # noqa: E402
+from runners.sandbox import RunSpec, run  # noqa: E402
+
+RUN_LOG_VAR = "PT2_BENCH_RUN_LOG"
+CACHE_DIR_VAR = "PT2_BENCH_CACHE_DIR"
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def classify_cold(script: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                  cache_dir: str | None = None) -> tuple[Classification, str]:
+    """Run `script` in a fresh sandboxed interpreter; its classification and the run's status."""
+    result = run(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=timeout_s, cache_dir=cache_dir))
+    return build_classifier(None).classify_text(output_text(result), context=script), result.status
+
+
+def is_same_failure(script: str, category: str, signature: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+                    cache_dir: str | None = None) -> bool:
+    try:
+        compile(script, "<candidate>", "exec")
+    except (SyntaxError, ValueError):
+        return False  # text reducers make unparsable candidates; no need to start Python for them
+    classification, status = classify_cold(script, timeout_s, cache_dir)
+    target = Classification(category=category, confidence=1.0, signature=signature, evidence=())
+    return same_failure(target, classification, status)
+
+
+def log_run(verdict: bool, started: float) -> None:
+    path = os.environ.get(RUN_LOG_VAR)
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{int(verdict)} {time.monotonic() - started:.3f}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", nargs="?", help="the candidate script (default: stdin)")
+    parser.add_argument("--category", help="the original failure's category")
+    parser.add_argument("--signature", help="the original failure's normalized signature")
+    parser.add_argument("--describe", action="store_true", help="print FILE's category and signature as JSON")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds for the candidate's run")
+    args = parser.parse_args(argv)
+    data = Path(args.file).read_bytes() if args.file else sys.stdin.buffer.read()
+    script = data.decode("utf-8", errors="replace")
+    if args.describe:
+        classification, status = classify_cold(script, args.timeout)
+        print(json.dumps({"category": classification.category, "signature": classification.signature,
+                          "status": status}))
+        return 0
+    if not (args.category and args.signature):
+        parser.error("--category and --signature are required (or --describe)")
+    started = time.monotonic()
+    verdict = is_same_failure(script, args.category, args.signature, args.timeout, os.environ.get(CACHE_DIR_VAR))
+    log_run(verdict, started)
+    return 0 if verdict else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
