@@ -271,7 +271,7 @@ def main_op(parts: ReproParts) -> str | None:
             if isinstance(child, ast.Call):
                 name = child.func.attr if isinstance(child.func, ast.Attribute) else getattr(child.func, "id", None)
                 if name and name not in BOILERPLATE_CALLS and not name[:1].isupper() and name.isidentifier() \
-                        and name not in _defined_names(parts):
+                        and not name.startswith("assert") and name not in _defined_names(parts):
                     return slug(name)
     return None
 

@@ -94,6 +94,8 @@ class MinimizedRepro:
 class TestSuggestion:
     """Where the regression test belongs in PyTorch, and why."""
 
+    __test__ = False  # not a pytest class, despite the name
+
     path: str
     reason: str
     test_class: str | None = None  # found in a given checkout, else the class the generated file defines
@@ -105,13 +107,15 @@ class TestSuggestion:
 class RegressionTest:
     """A generated test that must fail now, for the same reason as the repro, and pass once fixed."""
 
+    __test__ = False
+
     test_name: str
     class_name: str
     assertion: str  # what it asserts: no_error | matches_eager | export_succeeds | ...
     device: str  # cpu | cuda
     method_source: str  # the method alone, indented for a class body
     file_source: str  # a standalone test file with run_tests()
-    verification: str  # fails_same | fails_differently | passes | not_run
+    verification: str  # fails_same | fails_similar (same category) | fails_differently | passes | not_run
     verification_note: str
     failure_signature: str | None = None
     patch: str | None = None  # unified diff adding the method to the suggested file of a checkout

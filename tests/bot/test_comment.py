@@ -1,0 +1,167 @@
+"""The structured comment: golden files per category, the size limit, and hostile text.
+
+Golden files live in tests/bot/golden/; after an intended change, regenerate them with
+`PT2_TRIAGE_UPDATE_GOLDEN=1 python -m pytest tests/bot/test_comment.py` and review the diff the
+way a maintainer would read the comment.
+"""
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.classify import Classifier
+from bot.comment import (COMMENT_MARKER, MAX_COMMENT_CHARS, celebration, excerpt, is_bot_comment, render_comment,
+                         render_pending_comment)
+from bot.graph_breaks import load_registry
+from bot.records import Classification, Evidence
+from bot.report import (MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord, TestSuggestion,
+                        TriageReport)
+from bot.ruleset import CATEGORY_IDS, load_ruleset
+
+GOLDEN = Path(__file__).parent / "golden"
+CORPUS = Path(__file__).parents[1] / "corpus" / "cases.jsonl"
+COMMANDS = (("@pt2-triage run [cpu|gpu]", "reproduce on a runner"), ("@pt2-triage help", "list the commands"))
+RULESET = load_ruleset()
+REGISTRY = load_registry()
+CLASSIFIER = Classifier(RULESET, REGISTRY)
+
+
+def first_case(category: str) -> dict:
+    for line in CORPUS.read_text(encoding="utf-8").splitlines():
+        case = json.loads(line)
+        if case["category"] == category:
+            return case
+    raise LookupError(category)
+
+
+def report_for(category: str) -> TriageReport:
+    """A report as a runner writes it, built around a real corpus log of that category."""
+    body = first_case(category)["body"]
+    classification = CLASSIFIER.classify_text(body)
+    run = RunRecord(purpose=f"diagnostics for {category}", env={}, status="failed", exit_code=1, signal=None,
+                    duration_s=4.2, peak_rss_bytes=None, limits_fired=(), network_isolated=True, warm=False,
+                    classification=classification, output_tail="\n".join(body.splitlines()[-120:]))
+    reproduction = Reproduction(status="reproduced", reproduced=True, runs_total=1, runs_reproduced=1, device="cpu",
+                                category_from_text=category, category_from_run=classification.category,
+                                category_changed=False, summary=f"Reproduced on cpu with torch 2.13.0+cpu: {category} (1/1 runs).",
+                                runs=(run,))
+    repro = "import torch\n\n\ndef f(x):\n    return torch.relu(x) + 1\n\n\ntorch.compile(f)(torch.randn(8))\n"
+    test = None if category in ("not_pt2", "performance") else RegressionTest(
+        test_name="test_relu_issue_42", class_name="TestPT2Issue42", assertion="no_error", device="cpu",
+        method_source="    def test_relu_issue_42(self):\n        pass\n",
+        file_source="import torch\nfrom torch._dynamo.test_case import run_tests, TestCase\n",
+        verification="fails_same", verification_note=f"fails as expected with {classification.signature}")
+    suggestion = None if test is None else TestSuggestion(
+        path=RULESET.categories[category].test_files[0], reason="the usual home of these repros",
+        alternatives=RULESET.categories[category].test_files[1:3])
+    return TriageReport(classification=classification, source="issue", reference="pytorch/pytorch#42",
+                        machine=MachineEnvironment(torch_version="2.13.0+cpu", python_version="3.11.7"),
+                        reproduction=reproduction, issue_number=42, repro_source=repro,
+                        minimized=MinimizedRepro(repro, True, 30, 8, 220, 31, 140, 21.5, "fixpoint"),
+                        test_suggestion=suggestion, regression_test=test, tool_version="golden")
+
+
+@pytest.mark.parametrize("category", [c for c in CATEGORY_IDS if c != "unknown"])
+def test_comment_matches_golden_file(category):
+    comment = render_comment(report_for(category), RULESET, REGISTRY, commands=COMMANDS)
+    golden = GOLDEN / f"comment_{category}.md"
+    if os.environ.get("PT2_TRIAGE_UPDATE_GOLDEN") == "1" or not golden.exists():
+        golden.write_text(comment, encoding="utf-8")
+    assert comment == golden.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("category", [c for c in CATEGORY_IDS if c not in ("unknown", "not_pt2")])
+def test_comment_names_its_category_and_shows_the_evidence(category):
+    report = report_for(category)
+    comment = render_comment(report, RULESET, REGISTRY, commands=COMMANDS)
+    assert comment.startswith(COMMENT_MARKER + "\n") and is_bot_comment(comment)
+    assert f"(`{report.classification.category}`)" in comment.splitlines()[1]
+    assert "reproduced (1/1 runs) on CPU with torch 2.13.0+cpu" in comment
+    assert "#### Next steps" in comment and "Commands I understand" in comment
+
+
+def test_graph_break_comment_explains_the_break_from_torchs_registry():
+    comment = render_comment(report_for("graph_break"), RULESET, REGISTRY)
+    assert re.search(r"\*\*Graph break \[GB\d{4}\]\(https://meta-pytorch\.github\.io/compile-graph-break-site/gb/gb\d{4}\.html\)", comment)
+
+
+def test_log_excerpts_quote_the_lines_an_oncall_reads_first():
+    log = "noise\nRecompiling function scale in /x.py:3\n    triggered by the following guard failure(s):\n" \
+          "    - 0/0: factor == 0\nmore noise\nnoise\nnoise\nRecompiling function scale in /x.py:3\n"
+    quoted = excerpt(log, ("Recompiling function", "guard failure"), context=2, max_lines=60)
+    assert quoted.splitlines() == ["Recompiling function scale in /x.py:3",
+                                   "    triggered by the following guard failure(s):",
+                                   "    - 0/0: factor == 0", "more noise"]
+
+
+def test_a_huge_log_is_trimmed_to_githubs_limit_and_the_comment_says_so():
+    report = report_for("backend_compiler_failed")
+    huge = "\n".join(f"error: line {i} " + "x" * 200 for i in range(60_000))  # ~13 MB of matching lines
+    run = report.reproduction.runs[0]
+    run = RunRecord(**{**run.__dict__, "output_tail": huge})
+    report = TriageReport(**{**report.__dict__, "reproduction": Reproduction(**{**report.reproduction.__dict__, "runs": (run,)}),
+                             "repro_source": "x = 1\n" * 30_000, "minimized": None})
+    comment = render_comment(report, RULESET, REGISTRY, commands=COMMANDS)
+    assert len(comment) <= MAX_COMMENT_CHARS
+    assert "Trimmed to fit GitHub's comment limit" in comment
+    assert comment.count("```") % 2 == 0  # every fence that opens, closes
+
+
+def hostile_report() -> TriageReport:
+    hostile = ("```\n</details><details open><summary>@pytorch/team look</summary>\n<script>alert(1)</script>\n"
+               f"{COMMENT_MARKER}\ncc @ezyang #123\n")
+    classification = Classification("graph_break", 0.9, "graph_break|Unsupported|x",
+                                    (Evidence(3, "Unsupported: ``` @pytorch/team <img src=x onerror=alert(1)>"),))
+    run = RunRecord(purpose="first run", env={}, status="failed", exit_code=1, signal=None, duration_s=1.0,
+                    peak_rss_bytes=None, limits_fired=(), network_isolated=True, warm=True,
+                    classification=classification, output_tail="Graph break in user code\n" + hostile * 3)
+    reproduction = Reproduction(status="reproduced", reproduced=True, runs_total=1, runs_reproduced=1, device="cpu",
+                                category_from_text=None, category_from_run="graph_break", category_changed=False,
+                                summary="Reproduced @pytorch/team <b>bold</b>", runs=(run,))
+    return TriageReport(classification=classification, source="issue", reproduction=reproduction,
+                        repro_source="print('''" + hostile + "''')\n", title="@everyone ```")
+
+
+def test_hostile_text_cannot_break_out_mention_or_inject_html():
+    comment = render_comment(hostile_report(), RULESET, REGISTRY)
+    outside_code = strip_code(comment)
+    assert "@pytorch/team" not in outside_code and "@ezyang" not in outside_code
+    assert "<script>" not in outside_code and "<img" not in outside_code
+    assert "<details open>" not in outside_code
+    assert comment.count(COMMENT_MARKER) == 1  # a repro printing our marker cannot fake a second one
+    assert outside_code.count("<details>") == outside_code.count("</details>")
+
+
+def strip_code(markdown: str) -> str:
+    """The markdown with fenced blocks and code spans removed: what GitHub would interpret."""
+    out, fence = [], None
+    for line in markdown.splitlines():
+        match = re.match(r"^(`{3,})", line)
+        if fence is None and match:
+            fence = match.group(1)
+            continue
+        if fence is not None:
+            if line.strip() == fence:
+                fence = None
+            continue
+        out.append(re.sub(r"(`+)(?:(?!\1).)+\1", "", line))
+    assert fence is None, "a code fence was left open"
+    return "\n".join(out)
+
+
+def test_pending_comment_carries_the_marker_and_the_verdict_from_text():
+    classification = CLASSIFIER.classify_text(first_case("graph_break")["body"])
+    comment = render_pending_comment(classification, RULESET, "gpu", REGISTRY)
+    assert is_bot_comment(comment) and "Reproducing on a gpu runner" in comment
+    assert "(`graph_break`)" in comment
+
+
+def test_a_verified_fix_is_celebrated_with_a_stable_but_varied_line():
+    lines = {celebration(TriageReport(classification=Classification("accuracy", 1, f"sig{i}"), source="issue",
+                                      issue_number=i)) for i in range(40)}
+    assert len(lines) > 2
+    report = report_for("accuracy")
+    assert celebration(report) in render_comment(report, RULESET, REGISTRY, fixed=True)
+    assert celebration(report) not in render_comment(report, RULESET, REGISTRY)

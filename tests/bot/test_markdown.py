@@ -1,0 +1,50 @@
+"""bot.markdown: user text in a comment stays text."""
+from hypothesis import given, strategies as st
+
+from bot.markdown import code_span, details, fence, inert, inert_line, trim_lines
+
+
+def test_a_fence_is_longer_than_any_backtick_run_inside():
+    block = fence("print('```')\n`````\n", "python")
+    assert block.startswith("``````python\n") and block.endswith("\n``````")
+
+
+@given(st.text())
+def test_fenced_text_cannot_close_its_fence(text):
+    block = fence(text)
+    opening = block.split("\n", 1)[0]
+    inner_lines = block.split("\n")[1:-1]
+    assert all(not line.strip().startswith(opening) or line.strip() != opening for line in inner_lines)
+
+
+def test_fence_language_tag_cannot_smuggle_markup():
+    assert fence("x", "python`<b>\nevil").split("\n", 1)[0] == "```pythonbevil"
+
+
+def test_inert_defuses_mentions_issue_links_html_and_fence_openers():
+    text = inert("cc @pytorch/team and @ezyang, see #123 <script>x</script>\n```\n~~~")
+    assert "@pytorch" not in text and "@ezyang" not in text and "#123" not in text
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "```" not in text and "~~~" not in text
+    assert inert("mail me at dev@example.com") == "mail me at dev@example.com"
+
+
+def test_inert_line_is_one_bounded_line_safe_in_a_table():
+    line = inert_line("a | b\n" * 100, limit=50)
+    assert "\n" not in line and len(line) <= 60 and "\\|" in line
+
+
+def test_code_span_survives_backticks_inside():
+    assert code_span("a `b` c") == "``a `b` c``"
+
+
+def test_details_escapes_its_summary():
+    assert details("<b>@x</b>", "body").startswith("<details><summary>&lt;b&gt;@\u200bx&lt;/b&gt;</summary>")
+
+
+def test_trim_lines_keeps_whole_lines_and_counts_what_it_dropped():
+    text = "\n".join(f"line {i}" for i in range(100))
+    kept, dropped = trim_lines(text, 30)
+    assert kept.splitlines()[-1] == "line 99" and dropped == 100 - len(kept.splitlines())
+    head, _ = trim_lines(text, 30, keep="head")
+    assert head.startswith("line 0")

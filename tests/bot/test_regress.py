@@ -1,0 +1,133 @@
+"""Regression tests generated from repros: what they assert, how they are named, where they go."""
+import ast
+
+import pytest
+
+from bot.records import Classification
+from bot.regress import (add_method_to_file, generate, load_plans, required_imports, unified_patch,
+                         verification_verdict)
+
+PLANS = load_plans()
+FAIL = Classification("backend_compiler_failed", 0.98, "backend_compiler_failed|InductorError|CppCompileError")
+
+INJECTED_COMPILE_ERROR = '''import torch
+import torch.nn.functional as F
+
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "compile_error"
+
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return F.relu(x) + 1
+
+
+if __name__ == "__main__":
+    model = Block()
+    compiled = torch.compile(model)
+    print(compiled(torch.randn(8)))
+'''
+
+
+def test_matches_eager_compares_compiled_and_eager_on_the_same_hoisted_inputs():
+    test = generate(INJECTED_COMPILE_ERROR, FAIL, PLANS["backend_compiler_failed"], device="cpu", issue_number=77)
+    body = test.method_source
+    assert '@torch._inductor.config.patch("cpp.inject_relu_bug_TESTING_ONLY", \'compile_error\')' in body
+    assert "arg0 = torch.randn(8)" in body
+    assert body.index("expected = model(arg0)") < body.index("actual = compiled(arg0)")
+    assert "self.assertEqual(actual, expected)" in body and "print(" not in body
+    assert "import torch.nn.functional as F" in body  # local import: the method pastes anywhere
+    assert test.test_name == "test_relu_inductor_compiles_issue_77" and test.class_name == "TestPT2Issue77"
+    ast.parse(test.file_source)
+    assert test.file_source.rstrip().endswith("run_tests()")
+    assert "from torch._inductor.test_case import run_tests, TestCase" in test.file_source
+
+
+def test_explicit_comparisons_become_assert_equal():
+    source = "import torch\nx = torch.randn(4)\ntorch.testing.assert_close(torch.compile(torch.sin)(x), torch.sin(x), atol=1e-3, rtol=0)\n"
+    test = generate(source, Classification("accuracy", 0.9, "s"), PLANS["accuracy"], device="cpu", issue_number=None)
+    assert "self.assertEqual(torch.compile(torch.sin)(x), torch.sin(x), atol=0.001, rtol=0)" in test.method_source
+    assert test.test_name == "test_sin_compiled_matches_eager"
+
+
+def test_graph_breaks_are_named_after_the_break_and_assert_it_compiles():
+    source = "import torch\n\n@torch.compile(fullgraph=True)\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\nf(torch.randn(3))\n"
+    test = generate(source, Classification("graph_break", 0.9, "s"), PLANS["graph_break"], device="cpu",
+                    issue_number=5, graph_break_title="Data-dependent branching")
+    assert test.test_name == "test_data_dependent_branching_issue_5" and test.assertion == "no_error"
+    assert "from torch._dynamo.test_case import run_tests, TestCase" in test.file_source
+
+
+def test_cuda_tests_skip_without_a_gpu():
+    source = "import torch\ntorch.compile(torch.relu)(torch.randn(4, device='cuda'))\n"
+    test = generate(source, FAIL, PLANS["backend_compiler_failed"], device="cuda", issue_number=3)
+    assert '@unittest.skipUnless(torch.cuda.is_available(), "requires CUDA")' in test.method_source
+    assert "import unittest" in test.file_source
+    assert "import unittest" in required_imports(test)
+
+
+def test_hostile_signature_text_cannot_escape_the_docstring_or_comments():
+    evil = Classification("graph_break", 0.9, 'x"""\nimport os; os.system("rm -rf /")  # \n')
+    test = generate("import torch\ntorch.compile(torch.relu, fullgraph=True)(torch.ones(1))\n", evil,
+                    PLANS["graph_break"], device="cpu", issue_number=1, reference="a\nimport os")
+    tree = ast.parse(test.file_source)
+    assert not any(isinstance(node, ast.Import) and node.names[0].name == "os" for node in ast.walk(tree))
+
+
+EXISTING = '''import torch
+from torch._dynamo.test_case import run_tests, TestCase
+
+
+class ReproTests(TestCase):
+    def test_old(self):
+        pass
+
+
+if __name__ == "__main__":
+    run_tests()
+'''
+
+
+def test_the_method_is_added_to_the_existing_class_with_a_reviewable_patch():
+    test = generate(INJECTED_COMPILE_ERROR, FAIL, PLANS["backend_compiler_failed"], device="cuda", issue_number=77)
+    after = add_method_to_file(EXISTING, test.method_source, "ReproTests", required_imports(test))
+    tree = ast.parse(after)
+    repro_tests = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    assert [f.name for f in repro_tests.body] == ["test_old", test.test_name]
+    assert "import unittest" in after and "import torch._inductor.config" in after
+    patch = unified_patch("test/dynamo/test_repros.py", EXISTING, after)
+    assert patch.startswith("--- a/test/dynamo/test_repros.py\n+++ b/test/dynamo/test_repros.py\n")
+    assert all(line.startswith(("+", " ", "@", "-")) for line in patch.splitlines())
+
+
+def test_adding_to_a_file_without_a_test_class_is_an_error():
+    with pytest.raises(ValueError):
+        add_method_to_file("x = 1\n", "    def test_x(self):\n        pass\n", None)
+
+
+@pytest.mark.parametrize("status, run, verdict", [
+    ("failed", FAIL, "fails_same"),
+    ("failed", Classification("backend_compiler_failed", 0.9, "other"), "fails_similar"),
+    ("failed", Classification("not_pt2", 0.9, "NameError"), "fails_differently"),
+    ("ok", Classification("not_pt2", 0.9, ""), "passes"),
+    ("timeout", Classification("unknown", 0.5, ""), "not_run"),
+])
+def test_verification_verdicts(status, run, verdict):
+    assert verification_verdict(FAIL, run, status)[0] == verdict
+
+
+@pytest.mark.slow
+def test_the_generated_test_really_fails_against_installed_torch_for_the_same_reason():
+    from bot.classify import Classifier
+    from bot.graph_breaks import load_registry
+    from bot.reproduce import ALWAYS_ENV, output_text
+    from bot.ruleset import load_ruleset
+    from runners import sandbox
+
+    classifier = Classifier(load_ruleset(), load_registry())
+    repro = classifier.classify_text(output_text(sandbox.run(sandbox.RunSpec(script=INJECTED_COMPILE_ERROR, env=dict(ALWAYS_ENV)))))
+    assert repro.category == "backend_compiler_failed"
+    test = generate(INJECTED_COMPILE_ERROR, repro, PLANS[repro.category], device="cpu", issue_number=77)
+    result = sandbox.run(sandbox.RunSpec(script=test.file_source, env=dict(ALWAYS_ENV), timeout_s=300))
+    verdict, sentence = verification_verdict(repro, classifier.classify_text(output_text(result)), result.status)
+    assert result.status == "failed" and verdict == "fails_same", sentence
+    assert "test_relu_inductor_compiles_issue_77" in output_text(result)
