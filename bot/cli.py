@@ -6,6 +6,7 @@ import json
 import logging
 import mmap
 import sys
+import threading
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -222,18 +223,28 @@ def graph_minifier(classifier: Classifier, script: str, category_id: str) -> dic
 
 
 def make_runner(stack: ExitStack, warm_workers: int):
-    """Cold sandboxed runs (0), or that many warm fork-servers, which fall back to cold by themselves."""
+    """Cold sandboxed runs (0), or that many warm fork-servers, started on the first run (an issue
+    without a repro never pays for importing torch) and falling back to cold runs by themselves."""
     from runners import sandbox
     from runners.pool import WarmPool
     from runners.worker import WorkerUnavailable
 
     if warm_workers < 1:
         return sandbox.run
-    try:
-        return stack.enter_context(WarmPool(warm_workers)).run
-    except WorkerUnavailable as exc:
-        log.warning("warm workers unavailable (%s); running cold", exc)
-        return sandbox.run
+    started: list = []
+    lock = threading.Lock()
+
+    def run(spec):
+        with lock:
+            if not started:
+                try:
+                    started.append(stack.enter_context(WarmPool(warm_workers)).run)
+                except WorkerUnavailable as exc:
+                    log.warning("warm workers unavailable (%s); running cold", exc)
+                    started.append(sandbox.run)
+        return started[0](spec)
+
+    return run
 
 
 def add_command(commands, name: str, handler, help: str, json_help: str) -> argparse.ArgumentParser:
