@@ -11,3 +11,4 @@ fi
 # torch first and pinned: an unpinned requirement would fetch a CUDA build.
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/pip install -q --disable-pip-version-check "$TORCH_SPEC"
 .venv/bin/pip install -q --disable-pip-version-check -e '.[test,app,runner]'
+bash scripts/fetch_octokit_specs.sh >/dev/null  # GitHub OpenAPI specs for the contract tests (tests/contract)

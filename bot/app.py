@@ -1,0 +1,99 @@
+"""The GitHub App: a Flask app factory that only wires the pieces together.
+
+    POST /webhook   verify -> parse -> route -> persist one job -> 202 (work happens in workers)
+    GET  /healthz   store reachable, schema version, job counts
+
+Production: `waitress-serve --threads 8 --call bot.app:create_app` (or gunicorn with
+`'bot.app:create_app()'`, without --preload so each process starts its own workers). Settings come
+from the environment (bot/settings.py). `pt2-triage serve` runs the same app.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from flask import Flask, jsonify, request
+
+from .classify import Classifier
+from .github import AppCredentials, GitHub
+from .graph_breaks import load_registry
+from .handlers import Services
+from .ruleset import load_ruleset
+from .settings import Settings, settings_from_env
+from .store import Store
+from .webhooks import Delivery, Refusal, parse_delivery, route
+from .worker import JobRunner, WorkerPool
+
+log = logging.getLogger("pt2_triage.app")
+
+EXTENSION = "pt2_triage"
+
+
+def github_factory(settings: Settings, clock: Callable[[], float] = time.time) -> Callable[[int | None], GitHub]:
+    """Installation id -> a client holding that installation's (cached) token."""
+    credentials = AppCredentials(settings.app_id, settings.private_key, settings.api_url, clock=clock) \
+        if settings.app_id else None
+
+    def client(installation_id: int | None) -> GitHub:
+        if credentials is None or installation_id is None:
+            raise RuntimeError("the App's id and private key are needed to act on an installation "
+                               "(set PT2_TRIAGE_APP_ID and PT2_TRIAGE_PRIVATE_KEY)")
+        return GitHub(settings.api_url, credentials.installation(installation_id), clock=clock)
+
+    return client
+
+
+def create_app(settings: Settings | None = None, *, store: Store | None = None,
+               github_for: Callable[[int | None], GitHub] | None = None, classifier: Classifier | None = None,
+               start_workers: bool = True, clock: Callable[[], float] = time.time) -> Flask:
+    settings = settings or settings_from_env()
+    store = store or Store(settings.db_path, clock=clock)
+    classifier = classifier or Classifier(load_ruleset(), load_registry())
+    services = Services(settings=settings, store=store, github_for=github_for or github_factory(settings, clock),
+                        classifier=classifier, registry=classifier.registry, clock=clock)
+    workers = WorkerPool(services, settings.workers)
+    app = Flask("pt2_triage")
+    app.extensions[EXTENSION] = AppState(services, workers)
+    secrets = (settings.webhook_secret,)
+
+    @app.post("/webhook")
+    def webhook():
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        parsed = parse_delivery(headers, request.get_data(cache=False), secrets)
+        if isinstance(parsed, Refusal):
+            log.warning("webhook refused (%s): %s", parsed.status, parsed.message)
+            return jsonify(error=parsed.message), parsed.status
+        return accept(parsed)
+
+    def accept(delivery: Delivery):
+        job = route(delivery, settings.bot_name)
+        job_id = store.record_delivery(delivery.id, delivery.event, delivery.action, job)
+        if job_id is None:
+            duplicate = job is not None
+            return jsonify(status="duplicate" if duplicate else "ignored", delivery=delivery.id), 200
+        workers.wake()
+        log.info("delivery %s (%s.%s, %s) -> job %s", delivery.id, delivery.event, delivery.action, delivery.repo,
+                 job_id)
+        return jsonify(status="queued", delivery=delivery.id, job=job_id), 202
+
+    @app.get("/healthz")
+    def healthz():
+        return jsonify(ok=True, schema_version=store.schema_version(), jobs=store.job_counts())
+
+    if start_workers:
+        workers.start()
+    return app
+
+
+class AppState:
+    """What tests and the CLI reach through `app.extensions["pt2_triage"]`."""
+
+    def __init__(self, services: Services, workers: WorkerPool):
+        self.services = services
+        self.workers = workers
+
+    def drain(self) -> int:
+        """Run every job that is ready now, in this thread (tests, and `serve --once` style use)."""
+        return JobRunner(self.services, owner="drain").drain()
+
