@@ -43,6 +43,7 @@ class TestPlan:
     assertion: str
     base: str
     name: str
+    op: bool = True  # prefix the name with the repro's first distinctive call
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def load_plans(path: Path | None = None) -> dict[str, TestPlan]:
             raise RulesError(f"{label}: unknown category")
         if raw.get("assertion") not in ASSERTIONS or raw.get("base") not in BASES or not raw.get("name"):
             raise RulesError(f"{label}: needs assertion in {ASSERTIONS}, base in {BASES} and a name")
-        plans[category_id] = TestPlan(raw["assertion"], raw["base"], raw["name"])
+        plans[category_id] = TestPlan(raw["assertion"], raw["base"], raw["name"], bool(raw.get("op", True)))
     return plans
 
 
@@ -282,7 +283,7 @@ def _defined_names(parts: ReproParts) -> set[str]:
 
 def test_name(plan: TestPlan, parts: ReproParts, issue_number: int | None, graph_break_title: str | None) -> str:
     what = slug(graph_break_title) if graph_break_title else plan.name
-    op = None if graph_break_title else main_op(parts)
+    op = main_op(parts) if plan.op and not graph_break_title else None
     stem = "_".join(p for p in (op, what) if p)[:MAX_NAME].rstrip("_")
     return f"test_{stem}_issue_{issue_number}" if issue_number else f"test_{stem}"
 

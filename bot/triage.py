@@ -144,7 +144,8 @@ class Triage:
         if plan is None or source is None:
             return "skipped: " + ("no repro to turn into a test" if source is None else
                                   f"no regression test for {run.classification.category}")
-        graph_break = self.classifier.registry.get(run.classification.graph_break_id) if self.classifier.registry else None
+        graph_break = self.classifier.registry.get(run.classification.graph_break_id) \
+            if self.classifier.registry and run.classification.category == "graph_break" else None
         test = generate(source, run.classification, plan, device=self.test_device(run),
                         issue_number=self.options.issue_number, graph_break_title=graph_break.gb_type if graph_break else None,
                         reference=run.request.reference, torch_version=self.machine.torch_version)
