@@ -177,12 +177,7 @@ def render_pending_comment(classification: Classification, ruleset: Ruleset, dev
 
 
 def load_command_help(path: Path | None = None) -> tuple[tuple[str, str], ...]:
-    """(usage, help) for each comment command, from the App's command table when it is installed."""
+    """(usage, help) for each comment command, from the App's command table (`rules/commands.yaml`)."""
     source = path or resources.files("bot.rules") / "commands.yaml"
-    if not source.is_file():
-        return ()
-    doc = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
-    entries = doc.get("commands", doc) if isinstance(doc, dict) else doc
-    if isinstance(entries, dict):
-        entries = [dict(name=name, **(value or {})) for name, value in entries.items()]
-    return tuple((str(e.get("usage") or e.get("name")), str(e.get("help", ""))) for e in entries if isinstance(e, dict))
+    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
+    return tuple((str(entry["usage"]), str(entry["help"])) for entry in doc["commands"])

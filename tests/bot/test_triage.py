@@ -35,7 +35,7 @@ def run_cli(*args: str) -> int:
 def test_triage_an_example_issue_end_to_end(example, category, test_file, test_prefix, tmp_path, capsys):
     out = tmp_path / "out"
     assert run_cli("triage", str(EXAMPLES / example), "--out", str(out), "--issue-number", "4242",
-                   "--budget", "60", "--no-minifier") == 0
+                   "--budget", "30", "--no-minifier") == 0
     report = json.loads((out / "report.json").read_text())
     assert report["classification"]["category"] == category
     assert report["reproduction"]["reproduced"] is True
