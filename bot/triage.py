@@ -27,6 +27,7 @@ from .test_files import FailureTouches, frames_of, load_refinements, read_checko
 log = logging.getLogger(__name__)
 
 STAGES = ("extract", "classify", "reproduce", "minimize", "suggest", "regress", "write")
+MAX_EXTRACT_CHARS = 1 << 20
 Progress = Callable[[str, str, float], None]  # (stage, what happened, seconds)
 
 
@@ -75,7 +76,9 @@ class Triage:
 
     def triage(self, input_path: Path) -> TriageReport:
         issue_text, script = read_input(input_path)
-        request = request_from_text(issue_text, source="local_file", reference=str(input_path))
+        # GitHub caps an issue body at 65,536 characters; beyond 1 MB the input is a log, so only its
+        # head is searched for code blocks and versions (the classifier still scans all of it).
+        request = request_from_text(issue_text[:MAX_EXTRACT_CHARS], source="local_file", reference=str(input_path))
         from_text = self.classifier.classify_text(issue_text)
         run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text)
         self.timed(run, "extract", lambda r: f"{len(request.repro_scripts)} repro script(s) in the issue"

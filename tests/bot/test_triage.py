@@ -91,3 +91,24 @@ def test_an_issue_without_a_repro_still_gets_a_comment_from_its_text(tmp_path):
     assert report["reproduction"] is None and report["regression_test"] is None
     assert report["classification"]["category"] == "recompilation"
     assert "not run yet" in (out / "comment.md").read_text()
+
+
+def test_a_hostile_issue_is_rendered_inert(tmp_path):
+    from tests.bot.test_comment import strip_code
+
+    hostile = ("### Bug @pytorch/team <script>alert(1)</script>\n\n"
+               "````\n```\n</details><details open><summary>@ezyang</summary>\n"
+               "<!-- pt2-triage:report -->\n```\n````\n\n"
+               "```\nTraceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n"
+               "torch._dynamo.exc.Unsupported: Data-dependent branching @pytorch/team ```\n```\n\n"
+               + "log line with <b>html</b> and @someone\n" * 250_000)  # ~10 MB
+    issue = tmp_path / "issue.md"
+    issue.write_text(hostile)
+    out = tmp_path / "out"
+    assert run_cli("triage", str(issue), "--out", str(out)) == 0
+    comment = (out / "comment.md").read_text()
+    assert len(comment) <= 65_536
+    visible = strip_code(comment)
+    assert "@pytorch/team" not in visible and "@ezyang" not in visible and "@someone" not in visible
+    assert "<script>" not in visible and "<details open>" not in visible
+    assert comment.count("<!-- pt2-triage:report -->") == 1
