@@ -383,7 +383,9 @@ class Runner:
         condition = step.get("if", "success()")
         if isinstance(condition, str) and not re.search(r"\b(success|always|failure|cancelled)\(", condition):
             condition = f"success() && ({condition})"
-        if not truthy(evaluate_value(condition if isinstance(condition, str) else as_string(condition), evaluator)):
+        condition = as_string(condition)
+        whole = EXPRESSION.fullmatch(condition.strip())
+        if not truthy(evaluator.evaluate(whole.group(1) if whole else condition)):
             return StepRecord(name, step.get("id"), "skipped")
         evaluator.contexts["env"] = {**self.job_env, **env_values}
         env = {key: as_string(evaluate_value(str(value), evaluator)) for key, value in (step.get("env") or {}).items()}

@@ -1,0 +1,258 @@
+"""The composite action, run step by step the way the runner runs it (tests/actions/harness.py).
+
+Publish and ci-failure talk to a GitHub stub on loopback (the CLI runs in a subprocess); every
+request it receives is checked against GitHub's OpenAPI description. Issue and repro modes run
+real torch failures through the sandbox (slow).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.report import TriageReport
+
+from .github_stub import GitHubStub
+from .harness import Runner
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+REPROS = ROOT / "tests" / "repros"
+TOKEN = "ghs_0123456789abcdefghijklmnopqrstuvwxyzAB"
+# The interpreter running the tests has this checkout installed (editable): no pip install per test.
+LOCAL = {"python": sys.executable, "install": "false"}
+
+
+def issue_event() -> dict:
+    return json.loads((FIXTURES / "issues_labeled.json").read_text())
+
+
+@pytest.fixture
+def job(tmp_path):
+    """A job on a fresh runner: `job(event, event_name, ...)` -> a Runner for the root action."""
+    workspace, temp = tmp_path / "workspace", tmp_path / "runner_temp"
+    workspace.mkdir()
+    temp.mkdir()
+
+    def make(event=None, event_name="issues", action_dir=ROOT, **kwargs) -> Runner:
+        return Runner(action_dir, workspace, temp, event=issue_event() if event is None else event,
+                      event_name=event_name, token=TOKEN, **kwargs)
+    make.workspace, make.temp = workspace, temp
+    return make
+
+
+@pytest.fixture(scope="session")
+def github_paths() -> dict[str, set[str]]:
+    """GitHub's REST paths and their methods, from @octokit/openapi (scripts/fetch_octokit_specs.sh)."""
+    fetch = ROOT / "scripts" / "fetch_octokit_specs.sh"
+    directory = subprocess.run(["bash", str(fetch)], capture_output=True, text=True, check=True, timeout=600).stdout.strip()
+    spec = json.loads((Path(directory) / "node_modules/@octokit/openapi/generated/api.github.com.json").read_text())
+    return {path: {method.upper() for method in ops} for path, ops in spec["paths"].items()}
+
+
+def assert_real_github_calls(stub: GitHubStub, paths: dict[str, set[str]]) -> None:
+    for request in stub.requests:
+        if request.path.startswith("/_storage/"):  # the log storage GitHub redirects to, not the API
+            continue
+        assert request.template, f"{request.method} {request.path} is not a route the stub knows"
+        assert request.method in paths.get(request.template, ()), f"{request.method} {request.template} is not in GitHub's API"
+        assert request.authorization in (f"token {TOKEN}", f"Bearer {TOKEN}"), request.authorization
+
+
+# --- set-up and input checks (fast) ------------------------------------------------------------
+def test_an_unknown_mode_fails_with_an_annotation(job):
+    run = job().run({"mode": "triage-everything", **LOCAL})
+    assert run.steps[0].outcome == "failure"
+    assert [a.data for a in run.annotations("error")] == [
+        "mode must be issue, repro, ci-failure or publish, not 'triage-everything'"]
+    assert all(step.outcome == "skipped" for step in run.steps[1:])
+
+
+def test_setup_refuses_an_interpreter_without_the_package(job, tmp_path):
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    run = job().run({"mode": "publish", "python": str(bare / "bin" / "python"), "install": "false"})
+    assert run.step("setup").outcome == "failure"
+    assert "pt2-triage is not importable" in run.annotations("error")[0].data
+
+
+def test_repro_mode_needs_a_file(job):
+    run = job().run({"mode": "repro", "repro-path": "missing.py", **LOCAL})
+    assert run.step("triage").outcome == "failure"
+    assert "missing.py: no such file" in run.annotations("error")[0].data
+    assert run.outputs["category"] == ""
+
+
+def test_issue_mode_refuses_an_issue_number_that_is_not_the_events(job):
+    run = job().run({"mode": "issue", "issue-number": "99", **LOCAL})
+    assert run.step("issue").outcome == "failure"
+    assert "issue-number 99 is not the event's issue #1347" in run.annotations("error")[0].data
+
+
+# --- publish (fast, GitHub stub) ---------------------------------------------------------------
+def publish(job, stub: GitHubStub, **inputs):
+    shutil.copytree(FIXTURES / "report_graph_break", job.workspace / "pt2-triage-report", dirs_exist_ok=True)
+    return job(api_url=stub.url, repository=stub.repo).run({"mode": "publish", "draft-pr": "true", **LOCAL, **inputs})
+
+
+def test_publish_comments_labels_and_opens_a_draft_pr(job, github_paths):
+    with GitHubStub() as stub:
+        run = publish(job, stub)
+    assert not run.failed, run.log()
+    comments = stub.state.comments[1347]  # the event's issue, not report.json's issue_number (123)
+    assert len(comments) == 1 and "Graph break" in comments[0]["body"]
+    assert run.outputs["comment-url"] == f"https://github.com/{stub.repo}/issues/1347#issuecomment-{comments[0]['id']}"
+    assert stub.state.labels[1347]
+    [pull] = stub.state.pulls
+    assert pull["draft"] is True and run.outputs["pr-url"].endswith(f"/pull/{pull['number']}")
+    assert any(path.startswith("test/") for _, path in stub.state.files)
+    assert "## PT2 triage: published" in run.summary
+    assert_real_github_calls(stub, github_paths)
+
+
+def test_publishing_twice_updates_the_one_comment_and_pr(job, github_paths):
+    with GitHubStub() as stub:
+        first = publish(job, stub)
+        second = publish(job, stub)
+    assert not second.failed, second.log()
+    assert len(stub.state.comments[1347]) == 1 and len(stub.state.pulls) == 1
+    assert first.outputs["comment-url"] == second.outputs["comment-url"]
+    assert_real_github_calls(stub, github_paths)
+
+
+def test_publish_without_a_token_says_so(job):
+    with GitHubStub() as stub:
+        run = publish(job, stub, **{"github-token": ""})
+    assert run.step("publish").outcome == "failure"
+    assert "github-token is empty" in run.annotations("error")[0].data
+    assert stub.requests == []
+
+
+def test_a_tampered_report_cannot_choose_where_to_publish(job):
+    """The report comes from the untrusted job; its issue_number is never where the comment goes."""
+    with GitHubStub() as stub:
+        target = job.workspace / "pt2-triage-report"
+        shutil.copytree(FIXTURES / "report_graph_break", target)
+        data = json.loads((target / "report.json").read_text())
+        data["issue_number"] = 1
+        (target / "report.json").write_text(json.dumps(data))
+        run = job(api_url=stub.url, repository=stub.repo).run({"mode": "publish", **LOCAL})
+    assert not run.failed, run.log()
+    assert set(stub.state.comments) == {1347}
+
+
+# --- ci-failure and classify-logs (fast, GitHub stub) ------------------------------------------
+def test_ci_failure_classifies_failed_jobs_and_comments_on_the_pr(job, github_paths):
+    log = (ROOT / "tests" / "bot" / "fixtures" / "inductor_cpp_compile_error.log").read_bytes()
+    with GitHubStub() as stub:
+        stub.add_failed_run(555, {"test (inductor, 1, 2)": log, "lint": b"ruff: E501 line too long\nError: exit 1\n"})
+        event = {"action": "completed", "workflow_run": {"id": 555}}
+        run = job(event, "workflow_run", api_url=stub.url, repository=stub.repo).run(
+            {"mode": "ci-failure", **LOCAL})
+    assert not run.failed, run.log()
+    assert run.outputs["category"] == "backend_compiler_failed"
+    assert float(run.outputs["confidence"]) > 0.5
+    [comment] = stub.state.comments[7]
+    assert run.outputs["comment-url"].endswith(f"#issuecomment-{comment['id']}")
+    [error] = run.annotations("error")
+    assert error.properties["title"].startswith("PT2 triage: test (inductor, 1, 2)")
+    assert "test (inductor, 1, 2)" in run.summary and "lint" not in run.summary
+    assert (job.workspace / "pt2-triage-report" / "ci_report.json").is_file()
+    assert_real_github_calls(stub, github_paths)
+
+
+def test_classify_logs_points_the_annotation_at_the_log_line(job):
+    shutil.copy(ROOT / "tests" / "bot" / "fixtures" / "inductor_cpp_compile_error.log", job.workspace / "test.log")
+    run = job(action_dir=ROOT / "actions" / "classify-logs").run({"log-path": "test.log", "python": sys.executable})
+    assert not run.failed, run.log()
+    assert run.outputs["category"] == "backend_compiler_failed"
+    [error] = run.annotations("error")
+    assert error.properties["file"] == "test.log" and int(error.properties["line"]) > 1
+    assert "CppCompileError" in error.data
+    assert "## PT2 triage: Backend (Inductor) compile failure" in run.summary
+
+
+# --- issue and repro modes on real torch (slow) ------------------------------------------------
+QUICK_TRIAGE = {**LOCAL, "minimize-budget": "20", "device": "cpu", "timeout-minutes": "15"}
+
+
+@pytest.mark.slow
+def test_issue_mode_triages_the_labeled_issue(job):
+    run = job().run({"mode": "issue", **QUICK_TRIAGE})
+    assert not run.failed, run.log()
+    assert run.outputs["category"] == "graph_break"
+    assert run.outputs["reproduced"] == "true"
+    report = TriageReport.from_dict(json.loads(Path(run.outputs["report-path"]).read_text()))
+    assert report.issue_number == 1347 and report.reproduction.reproduced
+    uploaded = run.uploads["pt2-triage-report"]
+    assert {"report.json", "comment.md", "issue.md", "repro_min.py", "test_regression.py"} <= {p.name for p in uploaded.iterdir()}
+    assert "## PT2 triage: Graph break" in run.summary and "Issue #1347" in run.summary
+    [error] = run.annotations("error")
+    assert "Data-dependent branching" in error.data and "file" not in error.properties
+    assert run.step("triage").stdout.count("::stop-commands::") == 1
+
+
+@pytest.mark.slow
+def test_repro_mode_annotates_the_failing_line(job):
+    shutil.copy(REPROS / "graph_break_fullgraph.py", job.workspace / "repro.py")
+    run = job(event={}, event_name="workflow_dispatch").run({"mode": "repro", "repro-path": "repro.py", **QUICK_TRIAGE})
+    assert not run.failed, run.log()
+    assert run.outputs["category"] == "graph_break"
+    [error] = run.annotations("error")
+    source = (REPROS / "graph_break_fullgraph.py").read_text().splitlines()
+    assert error.properties["file"] == "repro.py"
+    assert source[int(error.properties["line"]) - 1].strip() == "if x.sum() > 0:"
+
+
+HOSTILE = '''
+import glob, os, pathlib
+found = [k for k in os.environ if any(w in k.upper() for w in ("TOKEN", "GITHUB", "INPUT", "RUNNER", "ACTIONS"))]
+print("env names:", found)
+for name in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY"):
+    if os.environ.get(name):
+        open(os.environ[name], "a").write("category=pwned-by-env\\n")
+# Worst case: the attacker knows where the runner keeps its file-command files.
+for path in glob.glob("{commands_dir}/*"):
+    with open(path, "a") as handle:
+        handle.write("category=pwned\\nreproduced=pwned\\nPT2_PWNED=1\\n/tmp/pwned-bin\\n")
+leaked = []
+for environ in glob.glob("/proc/*/environ"):
+    try:
+        if b"{token}" in pathlib.Path(environ).read_bytes():
+            leaked.append(environ)
+    except OSError:
+        pass
+print("token readable in:", leaked or "nowhere")
+print("::error::pwned by a workflow command")
+print("::add-mask::x")
+raise RuntimeError("the hostile repro ran")
+'''
+
+
+@pytest.mark.slow
+def test_a_hostile_repro_cannot_reach_the_token_or_the_runners_files(job):
+    commands_dir = job.temp / "_runner_file_commands"
+    script = HOSTILE.replace("{commands_dir}", str(commands_dir)).replace("{token}", TOKEN)
+    (job.workspace / "evil.py").write_text("import torch\n" + script)
+    # As if the workflow had put a token in the job's environment, too.
+    runner = job(event={}, event_name="workflow_dispatch", job_env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": TOKEN})
+    run = runner.run({"mode": "repro", "repro-path": "evil.py", **QUICK_TRIAGE, "github-token": TOKEN})
+    report_dir = job.workspace / "pt2-triage-report"
+    report = TriageReport.from_dict(json.loads((report_dir / "report.json").read_text()))
+    output = "\n".join(r.output_tail for r in report.reproduction.runs)
+    assert "the hostile repro ran" in output  # it did run, in the sandbox
+    assert "env names: []" in output
+    assert "token readable in: nowhere" in output
+    assert report.reproduction.runs[0].network_isolated
+    assert not any("pwned" in value for value in run.outputs.values())
+    assert run.outputs["category"] == report.classification.category
+    assert "PT2_PWNED" not in run.env_file_values and "PATH" not in run.env_file_values
+    assert not any("pwned" in a.data for a in run.annotations())
+    for path in report_dir.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+    assert all(TOKEN not in step.stdout + step.stderr for step in run.steps)
