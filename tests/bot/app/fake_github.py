@@ -29,6 +29,7 @@ class Failure:
     headers: dict
     body: dict
     times: int
+    after_doing_it: bool = False  # the request takes effect, then the answer is the failure
 
 
 @dataclass
@@ -63,9 +64,9 @@ class FakeGitHub:
     # -- test helpers
 
     def fail(self, method: str, path_regex: str, status: int, headers: dict | None = None, body: dict | None = None,
-             times: int = 1) -> None:
+             times: int = 1, after_doing_it: bool = False) -> None:
         self.failures.append(Failure(method, re.compile(path_regex), status, headers or {},
-                                     body or {"message": "Server Error"}, times))
+                                     body or {"message": "Server Error"}, times, after_doing_it))
 
     def comments_on(self, number: int) -> list[dict]:
         return [c for c in self.comments.values() if c["issue"] == number]
@@ -121,7 +122,12 @@ class FakeGitHub:
         for failure in self.failures:
             if failure.times and failure.method == method and failure.pattern.search(path):
                 failure.times -= 1
+                if failure.after_doing_it:
+                    self._serve(method, path, query, payload)
                 return failure.status, failure.headers, failure.body
+        return self._serve(method, path, query, payload)
+
+    def _serve(self, method: str, path: str, query: dict, payload):
         repo_prefix = f"/repos/{self.repo}"
         if method == "POST" and re.fullmatch(r"/app/installations/\d+/access_tokens", path):
             self.tokens_issued += 1

@@ -1,0 +1,62 @@
+"""`pt2-triage publish` and `pt2-triage ci-failure`: what the Action's trusted jobs run."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from bot.cli import main
+from bot.comment import COMMENT_MARKER
+
+from .conftest import FIXTURES, webhook_payload
+
+REPO = "octo-org/octo-repo"
+
+
+def test_publish_posts_the_comment_labels_and_draft_pr_and_a_rerun_updates_them(tmp_path, fake, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_from_actions")
+    shutil.copy(FIXTURES / "reports" / "graph_break.json", tmp_path / "report.json")
+    argv = ["publish", str(tmp_path), "--repo", REPO, "--issue", "123", "--draft-pr", "--json"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert first["comment_url"] == second["comment_url"] and first["pr_url"] == second["pr_url"]
+    assert len(fake.bot_comments_on(123)) == 1 and len(fake.pulls) == 1
+    assert fake.bot_comments_on(123)[0]["body"].startswith(COMMENT_MARKER)
+    assert "oncall: pt2" in first["labels"]
+    # the suggested file is not in this repository: the test is committed as a new file next to it
+    assert ("pt2-triage/issue-123", "test/dynamo/test_pt2_triage_issue_123.py") in fake.files
+
+
+def test_publish_without_a_token_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    shutil.copy(FIXTURES / "reports" / "graph_break.json", tmp_path / "report.json")
+    assert main(["publish", str(tmp_path), "--repo", REPO, "--issue", "1"]) == 2
+    assert "GITHUB_TOKEN is not set" in capsys.readouterr().err
+
+
+def test_ci_failure_writes_the_report_and_comments_on_the_pr(tmp_path, fake, monkeypatch, capsys, fixture_bytes):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_from_actions")
+    run = webhook_payload("workflow_run_completed_ci_failure")["workflow_run"]
+    fake.add_run(run, jobs=[{"id": 5, "run_id": run["id"], "name": "test (dynamo)", "conclusion": "failure",
+                             "html_url": "https://github.com/octo-org/octo-repo/actions/runs/1/job/5", "steps": []}],
+                 logs={5: fixture_bytes("fullgraph_data_dependent_branch.log")})
+    out = tmp_path / "out"
+    assert main(["ci-failure", "--repo", REPO, "--run-id", str(run["id"]), "--out", str(out), "--comment", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    [finding] = printed["findings"]
+    assert finding["is_pt2"] and finding["category"] in ("graph_break", "dynamic_shapes", "export_failure")
+    assert json.loads((out / "ci_report.json").read_text())["run_id"] == run["id"]
+    assert (out / "comment.md").read_text().startswith("<!-- pt2-triage:ci-failure -->")
+    assert len(fake.bot_comments_on(7)) == 1 and printed["comments"][0]["target"] == "pr"
+
+
+def test_ci_failure_stays_quiet_when_nothing_is_pt2(tmp_path, fake, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    run = webhook_payload("workflow_run_completed_ci_failure")["workflow_run"]
+    fake.add_run(run, jobs=[{"id": 6, "run_id": run["id"], "name": "lint", "conclusion": "failure",
+                             "html_url": "https://github.com/x", "steps": []}],
+                 logs={6: b"ruff check .\nE501 line too long\nError: Process completed with exit code 1.\n"})
+    assert main(["ci-failure", "--repo", REPO, "--run-id", str(run["id"]), "--comment"]) == 0
+    assert fake.comments == {}
+    assert "lint: not_pt2" in capsys.readouterr().out
