@@ -306,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     triage.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot graph minifier")
     from .cli_app import register as register_app_commands  # serve, publish, ci-failure
     register_app_commands(commands, add_command)
+    from .cli_doctor import register as register_doctor; register_doctor(commands, add_command)  # noqa: E702
     return parser
 
 
