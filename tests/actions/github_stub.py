@@ -26,7 +26,9 @@ class Request:
     template: str | None  # the OpenAPI path template that matched, None for an unknown route
     query: dict
     body: object
+    raw_body: bytes
     authorization: str | None
+    status: int = 0
 
 
 @dataclass
@@ -47,7 +49,7 @@ class State:
 class GitHubStub:
     """`with GitHubStub() as gh:` serves on http://127.0.0.1:PORT; `gh.requests` lists what came in."""
 
-    def __init__(self, repo: str = "octo-org/vision"):
+    def __init__(self, repo: str = "octo-org/octo-repo"):
         self.repo, self.state, self.requests = repo, State(), []
         self.state.refs[self.state.default_branch] = self.state.head_sha
         self.lock = threading.Lock()
@@ -114,9 +116,11 @@ class GitHubStub:
         else:
             match, template, handler = None, None, None
         with self.lock:
-            self.requests.append(Request(http.command, split.path, template, parse_qs(split.query), body,
-                                         http.headers.get("Authorization")))
+            request = Request(http.command, split.path, template, parse_qs(split.query), body, raw,
+                              http.headers.get("Authorization"))
+            self.requests.append(request)
             status, payload, headers = handler(match, body) if handler else (404, {"message": "Not Found"}, {})
+            request.status = status
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         http.send_response(status)
         http.send_header("Content-Type", "text/plain" if isinstance(payload, bytes) else "application/json; charset=utf-8")

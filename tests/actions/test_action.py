@@ -16,6 +16,8 @@ import pytest
 
 from bot.report import TriageReport
 
+from tests.contract.openapi import rest_contract
+
 from .github_stub import GitHubStub
 from .harness import Runner
 
@@ -27,8 +29,12 @@ TOKEN = "ghs_0123456789abcdefghijklmnopqrstuvwxyzAB"
 LOCAL = {"python": sys.executable, "install": "false"}
 
 
+WEBHOOKS = ROOT / "tests" / "bot" / "fixtures" / "webhooks"  # spec-valid payloads (tests/contract checks them)
+ISSUE = 12  # the issue of issues_labeled.json: a fullgraph graph break on a data-dependent branch
+
+
 def issue_event() -> dict:
-    return json.loads((FIXTURES / "issues_labeled.json").read_text())
+    return json.loads((WEBHOOKS / "issues_labeled.json").read_text())
 
 
 @pytest.fixture
@@ -38,6 +44,11 @@ def job(tmp_path):
     workspace.mkdir()
     temp.mkdir()
 
+    import bot
+
+    assert Path(bot.__file__).resolve().parents[1] == ROOT, (
+        f"{sys.executable} imports pt2-triage from {bot.__file__}, not this checkout: pip install -e .")
+
     def make(event=None, event_name="issues", action_dir=ROOT, **kwargs) -> Runner:
         return Runner(action_dir, workspace, temp, event=issue_event() if event is None else event,
                       event_name=event_name, token=TOKEN, **kwargs)
@@ -45,21 +56,15 @@ def job(tmp_path):
     return make
 
 
-@pytest.fixture(scope="session")
-def github_paths() -> dict[str, set[str]]:
-    """GitHub's REST paths and their methods, from @octokit/openapi (scripts/fetch_octokit_specs.sh)."""
-    fetch = ROOT / "scripts" / "fetch_octokit_specs.sh"
-    directory = subprocess.run(["bash", str(fetch)], capture_output=True, text=True, check=True, timeout=600).stdout.strip()
-    spec = json.loads((Path(directory) / "node_modules/@octokit/openapi/generated/api.github.com.json").read_text())
-    return {path: {method.upper() for method in ops} for path, ops in spec["paths"].items()}
-
-
-def assert_real_github_calls(stub: GitHubStub, paths: dict[str, set[str]]) -> None:
+def assert_real_github_calls(stub: GitHubStub) -> None:
+    """Every call the CLI made is an operation of GitHub's REST description, with a body its schema
+    accepts and a status GitHub declares, and carries the action's token."""
+    contract = rest_contract()
     for request in stub.requests:
         if request.path.startswith("/_storage/"):  # the log storage GitHub redirects to, not the API
             continue
         assert request.template, f"{request.method} {request.path} is not a route the stub knows"
-        assert request.method in paths.get(request.template, ()), f"{request.method} {request.template} is not in GitHub's API"
+        assert contract.check(request.method, request.path, request.raw_body or None, request.status) == []
         assert request.authorization in (f"token {TOKEN}", f"Bearer {TOKEN}"), request.authorization
 
 
@@ -90,7 +95,7 @@ def test_repro_mode_needs_a_file(job):
 def test_issue_mode_refuses_an_issue_number_that_is_not_the_events(job):
     run = job().run({"mode": "issue", "issue-number": "99", **LOCAL})
     assert run.step("issue").outcome == "failure"
-    assert "issue-number 99 is not the event's issue #1347" in run.annotations("error")[0].data
+    assert f"issue-number 99 is not the event's issue #{ISSUE}" in run.annotations("error")[0].data
 
 
 # --- publish (fast, GitHub stub) ---------------------------------------------------------------
@@ -99,29 +104,29 @@ def publish(job, stub: GitHubStub, **inputs):
     return job(api_url=stub.url, repository=stub.repo).run({"mode": "publish", "draft-pr": "true", **LOCAL, **inputs})
 
 
-def test_publish_comments_labels_and_opens_a_draft_pr(job, github_paths):
+def test_publish_comments_labels_and_opens_a_draft_pr(job):
     with GitHubStub() as stub:
         run = publish(job, stub)
     assert not run.failed, run.log()
-    comments = stub.state.comments[1347]  # the event's issue, not report.json's issue_number (123)
+    comments = stub.state.comments[ISSUE]  # the event's issue, not report.json's issue_number (123)
     assert len(comments) == 1 and "Graph break" in comments[0]["body"]
-    assert run.outputs["comment-url"] == f"https://github.com/{stub.repo}/issues/1347#issuecomment-{comments[0]['id']}"
-    assert stub.state.labels[1347]
+    assert run.outputs["comment-url"] == f"https://github.com/{stub.repo}/issues/{ISSUE}#issuecomment-{comments[0]['id']}"
+    assert stub.state.labels[ISSUE]
     [pull] = stub.state.pulls
     assert pull["draft"] is True and run.outputs["pr-url"].endswith(f"/pull/{pull['number']}")
     assert any(path.startswith("test/") for _, path in stub.state.files)
     assert "## PT2 triage: published" in run.summary
-    assert_real_github_calls(stub, github_paths)
+    assert_real_github_calls(stub)
 
 
-def test_publishing_twice_updates_the_one_comment_and_pr(job, github_paths):
+def test_publishing_twice_updates_the_one_comment_and_pr(job):
     with GitHubStub() as stub:
         first = publish(job, stub)
         second = publish(job, stub)
     assert not second.failed, second.log()
-    assert len(stub.state.comments[1347]) == 1 and len(stub.state.pulls) == 1
+    assert len(stub.state.comments[ISSUE]) == 1 and len(stub.state.pulls) == 1
     assert first.outputs["comment-url"] == second.outputs["comment-url"]
-    assert_real_github_calls(stub, github_paths)
+    assert_real_github_calls(stub)
 
 
 def test_publish_without_a_token_says_so(job):
@@ -142,11 +147,11 @@ def test_a_tampered_report_cannot_choose_where_to_publish(job):
         (target / "report.json").write_text(json.dumps(data))
         run = job(api_url=stub.url, repository=stub.repo).run({"mode": "publish", **LOCAL})
     assert not run.failed, run.log()
-    assert set(stub.state.comments) == {1347}
+    assert set(stub.state.comments) == {ISSUE}
 
 
 # --- ci-failure and classify-logs (fast, GitHub stub) ------------------------------------------
-def test_ci_failure_classifies_failed_jobs_and_comments_on_the_pr(job, github_paths):
+def test_ci_failure_classifies_failed_jobs_and_comments_on_the_pr(job):
     log = (ROOT / "tests" / "bot" / "fixtures" / "inductor_cpp_compile_error.log").read_bytes()
     with GitHubStub() as stub:
         stub.add_failed_run(555, {"test (inductor, 1, 2)": log, "lint": b"ruff: E501 line too long\nError: exit 1\n"})
@@ -162,7 +167,7 @@ def test_ci_failure_classifies_failed_jobs_and_comments_on_the_pr(job, github_pa
     assert error.properties["title"].startswith("PT2 triage: test (inductor, 1, 2)")
     assert "test (inductor, 1, 2)" in run.summary and "lint" not in run.summary
     assert (job.workspace / "pt2-triage-report" / "ci_report.json").is_file()
-    assert_real_github_calls(stub, github_paths)
+    assert_real_github_calls(stub)
 
 
 def test_classify_logs_points_the_annotation_at_the_log_line(job):
@@ -187,10 +192,10 @@ def test_issue_mode_triages_the_labeled_issue(job):
     assert run.outputs["category"] == "graph_break"
     assert run.outputs["reproduced"] == "true"
     report = TriageReport.from_dict(json.loads(Path(run.outputs["report-path"]).read_text()))
-    assert report.issue_number == 1347 and report.reproduction.reproduced
+    assert report.issue_number == ISSUE and report.reproduction.reproduced
     uploaded = run.uploads["pt2-triage-report"]
     assert {"report.json", "comment.md", "issue.md", "repro_min.py", "test_regression.py"} <= {p.name for p in uploaded.iterdir()}
-    assert "## PT2 triage: Graph break" in run.summary and "Issue #1347" in run.summary
+    assert "## PT2 triage: Graph break" in run.summary and f"Issue #{ISSUE}" in run.summary
     [error] = run.annotations("error")
     assert "Data-dependent branching" in error.data and "file" not in error.properties
     assert run.step("triage").stdout.count("::stop-commands::") == 1
@@ -222,7 +227,7 @@ for path in glob.glob("{commands_dir}/*"):
 leaked = []
 for environ in glob.glob("/proc/*/environ"):
     try:
-        if b"{token}" in pathlib.Path(environ).read_bytes():
+        if "{token_reversed}"[::-1].encode() in pathlib.Path(environ).read_bytes():
             leaked.append(environ)
     except OSError:
         pass
@@ -236,7 +241,8 @@ raise RuntimeError("the hostile repro ran")
 @pytest.mark.slow
 def test_a_hostile_repro_cannot_reach_the_token_or_the_runners_files(job):
     commands_dir = job.temp / "_runner_file_commands"
-    script = HOSTILE.replace("{commands_dir}", str(commands_dir)).replace("{token}", TOKEN)
+    # The token reversed: the script must not carry it, or report.json (which keeps the repro) would.
+    script = HOSTILE.replace("{commands_dir}", str(commands_dir)).replace("{token_reversed}", TOKEN[::-1])
     (job.workspace / "evil.py").write_text("import torch\n" + script)
     # As if the workflow had put a token in the job's environment, too.
     runner = job(event={}, event_name="workflow_dispatch", job_env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": TOKEN})
