@@ -5,7 +5,9 @@
 
 Production: `waitress-serve --threads 8 --call bot.app:create_app` (or gunicorn with
 `'bot.app:create_app()'`, without --preload so each process starts its own workers). Settings come
-from the environment (bot/settings.py). `pt2-triage serve` runs the same app.
+from the environment (bot/settings.py). `pt2-triage serve` runs the same app. Jobs run in worker
+threads of the web process (`PT2_TRIAGE_WORKERS`), or, for the lowest ack latency, in separate
+`pt2-triage worker` processes with `PT2_TRIAGE_WORKERS=0` on the web side: they share the store.
 """
 from __future__ import annotations
 
@@ -44,14 +46,22 @@ def github_factory(settings: Settings, clock: Callable[[], float] = time.time) -
     return client
 
 
+def build_services(settings: Settings, *, store: Store | None = None,
+                   github_for: Callable[[int | None], GitHub] | None = None, classifier: Classifier | None = None,
+                   clock: Callable[[], float] = time.time) -> Services:
+    """What handlers need; shared by the web process and `pt2-triage worker` processes."""
+    classifier = classifier or Classifier(load_ruleset(), load_registry())
+    return Services(settings=settings, store=store or Store(settings.db_path, clock=clock),
+                    github_for=github_for or github_factory(settings, clock), classifier=classifier,
+                    registry=classifier.registry, clock=clock)
+
+
 def create_app(settings: Settings | None = None, *, store: Store | None = None,
                github_for: Callable[[int | None], GitHub] | None = None, classifier: Classifier | None = None,
                start_workers: bool = True, clock: Callable[[], float] = time.time) -> Flask:
     settings = settings or settings_from_env()
-    store = store or Store(settings.db_path, clock=clock)
-    classifier = classifier or Classifier(load_ruleset(), load_registry())
-    services = Services(settings=settings, store=store, github_for=github_for or github_factory(settings, clock),
-                        classifier=classifier, registry=classifier.registry, clock=clock)
+    services = build_services(settings, store=store, github_for=github_for, classifier=classifier, clock=clock)
+    store = services.store
     workers = WorkerPool(services, settings.workers)
     app = Flask("pt2_triage")
     app.extensions[EXTENSION] = AppState(services, workers)
@@ -81,7 +91,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     def healthz():
         return jsonify(ok=True, schema_version=store.schema_version(), jobs=store.job_counts())
 
-    if start_workers:
+    if start_workers and settings.workers:
         workers.start()
     return app
 

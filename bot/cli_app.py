@@ -24,6 +24,10 @@ def register(commands, add_command) -> None:
     serve.add_argument("--dev", action="store_true",
                        help="use Flask's debug server instead of waitress (local development only)")
 
+    worker = add_command(commands, "worker", cmd_worker,
+                         "run job workers only (next to `serve` with PT2_TRIAGE_WORKERS=0)", argparse.SUPPRESS)
+    worker.add_argument("--threads", type=int, default=2, help="worker threads (default 2)")
+
     publish = add_command(commands, "publish", cmd_publish,
                           "post or update the triage comment, labels and draft PR from a report directory",
                           "print {comment_url, pr_url, labels, ...} as JSON")
@@ -161,4 +165,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     print(f"pt2-triage App on http://{args.host}:{args.port} (POST /webhook, GET /healthz)", file=sys.stderr)
     waitress.serve(app, host=args.host, port=args.port, threads=8, ident="pt2-triage")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Job workers in their own process: the web process only acknowledges, so its latency stays flat."""
+    import signal
+    import threading
+
+    from .app import build_services
+    from .cli import UsageError
+    from .settings import SettingsError, settings_from_env
+    from .worker import WorkerPool
+
+    try:
+        settings = settings_from_env()
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    if args.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    pool = WorkerPool(build_services(settings), args.threads)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    pool.start()
+    print(f"pt2-triage worker: {args.threads} threads on {settings.db_path}", file=sys.stderr)
+    try:
+        stopped.wait()
+    except KeyboardInterrupt:
+        pass
+    pool.stop()
     return 0

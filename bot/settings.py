@@ -24,7 +24,7 @@ ENV_VARS = {
     "api_url": ("PT2_TRIAGE_GITHUB_API", f"REST API base URL (default {DEFAULT_API_URL}; GHES: https://HOST/api/v3)"),
     "bot_name": ("PT2_TRIAGE_BOT_NAME", "the @name commands are addressed to (default pt2-triage)"),
     "runner_workflow": ("PT2_TRIAGE_RUNNER_WORKFLOW", f"workflow file the App dispatches (default {DEFAULT_RUNNER_WORKFLOW})"),
-    "workers": ("PT2_TRIAGE_WORKERS", "job worker threads per process (default 2)"),
+    "workers": ("PT2_TRIAGE_WORKERS", "job worker threads in the web process (default 2; 0 with a separate `pt2-triage worker`)"),
 }
 
 
@@ -98,8 +98,8 @@ def _validated(values: dict) -> Settings:
             values["workers"] = int(values["workers"])
         except ValueError:
             raise SettingsError(f"PT2_TRIAGE_WORKERS={values['workers']}: expected a whole number") from None
-        if values["workers"] < 1:
-            raise SettingsError("PT2_TRIAGE_WORKERS must be at least 1")
+        if values["workers"] < 0:
+            raise SettingsError("PT2_TRIAGE_WORKERS must be 0 (jobs run in `pt2-triage worker`) or more")
     if "api_url" in values:
         values["api_url"] = str(values["api_url"]).rstrip("/")
         if not str(values["api_url"]).startswith(("http://", "https://")):

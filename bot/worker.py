@@ -21,7 +21,7 @@ log = logging.getLogger("pt2_triage.worker")
 MAX_ATTEMPTS = 8
 MAX_ATTEMPTS_FOR_BUGS = 3
 BACKOFF_S = (5, 30, 120, 600, 1800)
-POLL_S = 1.0
+POLL_S = 0.25  # a separate worker process learns of new jobs by polling the store
 
 
 def retry_time(job: Job, error: Exception, now: float) -> float | None:
