@@ -232,7 +232,7 @@ def cmd_report(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     report_dir = Path(args.report_dir)
     report = load_report(report_dir)
     ruleset = load_ruleset()
-    for name, value in step_outputs(report, str(report_dir / "report.json")).items():
+    for name, value in step_outputs(report, str((report_dir / "report.json").resolve())).items():
         append("GITHUB_OUTPUT", output_block(name, value), environ)
     top_level = (path.name for path in report_dir.iterdir() if path.is_file())
     summary = summary_markdown(report, ruleset, args.artifact_name, artifact_listing(report, top_level))
@@ -287,7 +287,8 @@ def cmd_published(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def cmd_ci(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     ci_report = read_json(args.ci_json, "`pt2-triage ci-failure --json` output")
-    for name, value in ci_outputs(ci_report, args.report_path or "").items():
+    report_path = str(Path(args.report_path).resolve()) if args.report_path else ""
+    for name, value in ci_outputs(ci_report, report_path).items():
         append("GITHUB_OUTPUT", output_block(name, value), environ)
     append("GITHUB_STEP_SUMMARY", ci_summary_markdown(ci_report), environ)
     for annotation in ci_annotations(ci_report):

@@ -105,7 +105,7 @@ def test_report_command_writes_outputs_summary_and_annotations(tmp_path, capsys)
     environ = {"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")}
     assert main(["report", str(REPORT_DIR), "--repro-file", "repro.py", "--artifact-name", "a"], environ) == 0
     outputs = parse_file_command((tmp_path / "out").read_text())
-    assert outputs["category"] == "graph_break" and outputs["report-path"].endswith("report.json")
+    assert outputs["category"] == "graph_break" and outputs["report-path"] == str(REPORT_DIR / "report.json")
     assert "### Next steps" in (tmp_path / "summary").read_text()
     [error] = workflow_commands(capsys.readouterr().out)
     assert error.properties["file"] == "repro.py"
