@@ -152,8 +152,11 @@ def _drive(port: int, db_path: Path, batch: list[tuple[str, bytes]], clients: in
         headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": delivery_id, "Content-Type": "application/json",
                    "X-Hub-Signature-256": signature_for(SECRET, body), "User-Agent": "GitHub-Hookshot/bench"}
         started = time.perf_counter()
-        response = session.post(url, data=body, headers=headers, timeout=30)
-        return time.perf_counter() - started, response.status_code
+        try:
+            status = session.post(url, data=body, headers=headers, timeout=30).status_code
+        except requests.RequestException as exc:  # counted, not fatal: GitHub would redeliver
+            status = type(exc).__name__
+        return time.perf_counter() - started, status
 
     started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
