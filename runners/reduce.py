@@ -15,12 +15,16 @@ candidate parses. Passes run coarse to fine and repeat until none makes progress
                caller's `replacements` (simple expressions from the caller's domain)
   constants    shrink numbers (sizes, shapes, ranges, loop counts) toward 1 and 0
 
+A candidate that reads a name nothing binds in its scope (a sure NameError, e.g. a deleted
+definition still called) or a `self` attribute its class never sets (a sure AttributeError) is
+never run, unless the original already read that name or attribute so.
 Candidates are cached by their text; a batch of candidates is tested in parallel threads when
 `parallelism > 1` (the predicate should then be thread-safe, e.g. one subprocess per call).
 """
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import hashlib
 import io
@@ -46,6 +50,7 @@ class ReduceStats:
     candidates: int = 0  # candidates generated (including cache hits)
     runs: int = 0  # predicate calls
     cache_hits: int = 0
+    unbound_skipped: int = 0  # candidates not run: they read a name nothing binds (a sure NameError)
     accepted: int = 0
     rounds: int = 0
     wall_s: float = 0.0
@@ -78,6 +83,119 @@ def size_key(source: str) -> tuple[int, int]:
 
 def format_source(tree: ast.AST) -> str:
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+# --- well-formed candidates: no new unbound names ---------------------------------------------------
+
+ALWAYS_BOUND = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__loader__", "__package__",
+                                           "__builtins__", "__path__", "__annotations__", "__module__",
+                                           "__qualname__", "__class__"}
+FUNCTION_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+@dataclass
+class _Scope:
+    parent: "_Scope | None"
+    is_class: bool = False
+    bound: set[str] = field(default_factory=set)
+    loads: set[str] = field(default_factory=set)
+
+    def visible(self) -> set[str]:
+        """Own names, enclosing functions' and the module's (a class body is not an enclosing scope)."""
+        names, scope = set(self.bound), self.parent
+        while scope is not None:
+            if not scope.is_class:
+                names |= scope.bound
+            scope = scope.parent
+        return names
+
+
+def unbound_names(tree: ast.AST) -> frozenset[str] | None:
+    """Names some scope reads but nothing binds there, in an enclosing function or the module:
+    where that code runs, a NameError. Flow-insensitive and permissive (a name bound anywhere in
+    a scope counts as bound; annotations are not read); None when a star import hides the bindings."""
+    module = _Scope(None)
+    scopes = [module]
+
+    def enter(owner: ast.AST, parent: _Scope) -> None:
+        scope = _Scope(parent, is_class=isinstance(owner, ast.ClassDef))
+        scopes.append(scope)
+        if isinstance(owner, FUNCTION_TYPES):
+            args = owner.args
+            scope.bound.update(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a)
+        for statement in owner.body if isinstance(owner.body, list) else [owner.body]:
+            visit(statement, scope)
+
+    def visit(node: ast.AST, scope: _Scope) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if not isinstance(node, ast.Lambda):
+                scope.bound.add(node.name)
+            outer = getattr(node, "decorator_list", []) + getattr(node, "bases", []) + [k.value for k in getattr(node, "keywords", [])]
+            if isinstance(node, FUNCTION_TYPES):
+                outer += node.args.defaults + [d for d in node.args.kw_defaults if d is not None]
+            for part in outer:  # evaluated where the definition stands
+                visit(part, scope)
+            enter(node, scope)
+            return
+        if isinstance(node, ast.Name):
+            (scope.loads if isinstance(node.ctx, ast.Load) else scope.bound).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    raise _StarImport
+                scope.bound.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            scope.bound.update(node.names)
+        elif isinstance(getattr(node, "name", None), str) and not isinstance(node, ast.alias):  # except as, match
+            scope.bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            scope.bound.add(node.rest)
+        for name, value in ast.iter_fields(node):
+            if name in ("annotation", "returns"):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    visit(child, scope)
+
+    try:
+        visit(tree, module)
+    except _StarImport:
+        return None
+    return frozenset(name for scope in scopes for name in scope.loads - scope.visible() - ALWAYS_BOUND)
+
+
+class _StarImport(Exception):
+    pass
+
+
+DYNAMIC_ATTRIBUTES = frozenset({"setattr", "__getattr__", "__getattribute__", "__dict__", "__setattr__"})
+
+
+def dangling_attributes(tree: ast.AST) -> frozenset[str]:
+    """`Class.attr` for each `self.attr` a class's methods read but nothing in the class stores or
+    defines (a deleted `self.norm = ...` still used, a deleted method still called): an
+    AttributeError where it runs, unless a base class provides it, which the subset check allows
+    for (the original reads those too). Classes that set attributes dynamically are left out."""
+    dangling = set()
+    for cls in (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)):
+        if any(isinstance(n, ast.Name) and n.id in DYNAMIC_ATTRIBUTES or isinstance(n, ast.FunctionDef)
+               and n.name in DYNAMIC_ATTRIBUTES or isinstance(n, ast.Attribute) and n.attr in DYNAMIC_ATTRIBUTES
+               for n in ast.walk(cls)):
+            continue
+        defined = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        defined |= {t.id for n in cls.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        reads = set()
+        for method in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            params = method.args.posonlyargs + method.args.args
+            if not params:
+                continue
+            self_name = params[0].arg
+            for node in ast.walk(method):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == self_name:
+                    (reads if isinstance(node.ctx, ast.Load) else defined).add(node.attr)
+        dangling |= {f"{cls.name}.{attr}" for attr in reads - defined}
+    return frozenset(dangling)
 
 
 # --- addressing nodes in a tree -------------------------------------------------------------------
@@ -425,6 +543,8 @@ class Reducer:
         self.parallelism = max(1, parallelism)
         self.batch = batch or self.parallelism
         self.cache: dict[str, bool] = {}
+        self.allowed_unbound: frozenset[str] | None = None  # the original's own unbound reads
+        self.allowed_dangling: frozenset[str] = frozenset()  # and its own reads of unset self attributes
         self.stats = ReduceStats()
         self.deadline = 0.0
         self.history: list[str] = []  # accepted candidates, oldest first
@@ -440,6 +560,8 @@ class Reducer:
             return self._finish(source, started, f"the input does not parse: {exc.msg} (line {exc.lineno})")
         if not self._test(source):
             return self._finish(source, started, "the original is not interesting: nothing to preserve")
+        self.allowed_unbound = unbound_names(tree)
+        self.allowed_dangling = dangling_attributes(tree)
         best = source
         with ThreadPoolExecutor(self.parallelism) if self.parallelism > 1 else _Inline() as pool:
             self.pool = pool
@@ -460,13 +582,18 @@ class Reducer:
         return self._finish(self._confirm(best, source), started, reason)
 
     def _run_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
-        """Apply edits of one pass greedily; after each accepted edit, regenerate from the new tree."""
-        changed, restart = False, True
+        """Apply edits of one pass greedily. After an accepted edit the edits are regenerated from
+        the new tree and the pass goes on from the same position rather than from the start: the
+        edits before it failed a moment ago and mostly still would, and re-running them after
+        every success costs quadratic runs. The caller's next round retries them all (fixpoint)."""
+        changed, restart, resume_at = False, True, 0
         while restart and not self._out_of_budget():
             restart = False
-            pending: list[tuple[str, str, ast.AST]] = []
+            pending: list[tuple[str, str, ast.AST, int]] = []
             edits = make_edits(tree, self.replacements) if make_edits is expression_edits else make_edits(tree)
-            for pass_name, edit in edits:
+            for position, (pass_name, edit) in enumerate(edits):
+                if position < resume_at:
+                    continue
                 candidate_tree = copy.deepcopy(tree)
                 try:
                     if not edit(candidate_tree):
@@ -476,13 +603,16 @@ class Reducer:
                     continue
                 if size_key(candidate) >= size_key(best):
                     continue
+                if not self._binds_its_names(candidate_tree):
+                    self.stats.unbound_skipped += 1
+                    continue
                 self.stats.candidates += 1
-                pending.append((pass_name, candidate, candidate_tree))
+                pending.append((pass_name, candidate, candidate_tree, position))
                 if len(pending) >= self.batch:
                     winner = self._first_interesting(pending)
                     pending = []
                     if winner:
-                        tree, best = self._accept(winner)
+                        tree, best, resume_at = *self._accept(winner), winner[3]
                         changed = restart = True
                         break
                 if self._out_of_budget():
@@ -490,18 +620,27 @@ class Reducer:
             if not restart and pending and not self._out_of_budget():
                 winner = self._first_interesting(pending)
                 if winner:
-                    tree, best = self._accept(winner)
+                    tree, best, resume_at = *self._accept(winner), winner[3]
                     changed = restart = True
         return tree, best, changed
 
-    def _accept(self, winner: tuple[str, str, ast.AST]) -> tuple[ast.AST, str]:
-        pass_name, candidate, candidate_tree = winner
+    def _binds_its_names(self, tree: ast.AST) -> bool:
+        """False for a candidate that reads a name or `self` attribute the original did not
+        already read unbound: a sure NameError or AttributeError, not worth a run."""
+        if self.allowed_unbound is None:
+            return True
+        unbound = unbound_names(tree)
+        return (unbound is None or unbound <= self.allowed_unbound) and \
+            dangling_attributes(tree) <= self.allowed_dangling
+
+    def _accept(self, winner: tuple[str, str, ast.AST, int]) -> tuple[ast.AST, str]:
+        pass_name, candidate = winner[:2]
         self.stats.accepted += 1
         self.stats.passes[pass_name] = self.stats.passes.get(pass_name, 0) + 1
         self.history.append(candidate)
         return ast.parse(candidate), candidate
 
-    def _first_interesting(self, pending: Sequence[tuple[str, str, ast.AST]]):
+    def _first_interesting(self, pending: Sequence[tuple[str, str, ast.AST, int]]):
         """Test a batch (in parallel when allowed); the earliest interesting one wins (deterministic)."""
         results = list(self.pool.map(lambda item: self._test(item[1]), pending))
         return next((item for item, ok in zip(pending, results) if ok), None)

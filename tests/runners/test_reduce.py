@@ -9,7 +9,7 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners.reduce import count_tokens, reduce_source
+from runners.reduce import count_tokens, dangling_attributes, reduce_source, unbound_names
 
 PROGRAM = '''
 import math, os
@@ -49,7 +49,46 @@ def test_shrinks_tensor_shapes_and_loop_counts():
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "randn"]
         return bool(calls) and len(calls[0].args) == 4
     result = reduce_source("import torch\nx = torch.randn(64, 3, 224, 224)\nfor i in range(100):\n    pass\n", holds)
-    assert result.source == "x = torch.randn(1, 1, 1, 1)\n"
+    assert result.source == "import torch\nx = torch.randn(1, 1, 1, 1)\n"  # the import stays: torch is read
+
+
+def test_a_candidate_reading_a_name_nothing_binds_is_never_run():
+    source = "import torch\n\ndef make(n):\n    return torch.randn(n)\n\nclass Unused:\n    pass\nx = make(8)\nprint(x)\n"
+    tried = []
+    result = reduce_source(source, lambda s: tried.append(s) or "print(" in s)
+    assert not any(unbound_names(ast.parse(candidate)) for candidate in tried)  # e.g. `make` deleted, still called
+    assert result.stats.unbound_skipped > 0
+    assert "print(" in result.source
+
+
+def test_names_the_original_reads_unbound_may_stay_unbound():
+    result = reduce_source("import os\nprint(undefined_thing)\nx = 1\n", lambda s: "undefined_thing" in s)
+    assert result.source == "undefined_thing\n"
+
+
+def test_a_candidate_reading_a_self_attribute_its_class_no_longer_sets_is_never_run():
+    source = ("class Net:\n    def __init__(self):\n        self.scale = 2\n        self.unused = 3\n\n"
+              "    def forward(self, x):\n        return x * self.scale\n\nprint(Net().forward(1))\n")
+    tried = []
+    result = reduce_source(source, lambda s: tried.append(s) or "x * self.scale" in s and "Net().forward(" in s)
+    assert not any(dangling_attributes(ast.parse(candidate)) for candidate in tried)
+    assert "self.unused" not in result.source and "self.scale" in result.source
+
+
+def test_dangling_attributes_are_reads_a_class_never_stores_or_defines():
+    source = ("class M(Base):\n    def __init__(self):\n        self.a = 1\n"
+              "    def forward(self, x):\n        return self.a + self.b + self.helper(x)\n"
+              "    def helper(self, x):\n        return x\n")
+    assert dangling_attributes(ast.parse(source)) == {"M.b"}  # maybe from Base: allowed when the original reads it too
+    assert dangling_attributes(ast.parse(source.replace("self.a = 1", "setattr(self, 'b', 1)"))) == set()
+
+
+def test_unbound_names_follow_python_scopes():
+    assert unbound_names(ast.parse("class A:\n    y = 1\n    def f(self):\n        return y\n")) == {"y"}  # class body is no closure
+    assert unbound_names(ast.parse("def f(a=b):\n    return [i for i in a] + g(lambda q: q + z)\n")) == {"b", "g", "z"}
+    assert unbound_names(ast.parse("def outer():\n    v = 1\n    def inner(x: Foo) -> Bar:\n        return v + x\n")) == set()
+    assert unbound_names(ast.parse("import torch.nn as nn, os.path\ntry:\n    pass\nexcept E as e:\n    print(e, os, nn, torch)\n")) == {"E", "torch"}
+    assert unbound_names(ast.parse("from m import *\nx = y\n")) is None  # a star import hides what is bound
 
 
 def test_never_interesting_returns_the_original_and_says_why():
