@@ -95,22 +95,23 @@ def is_bot_comment(body: str | None) -> bool:
 
 
 def render_comment(report: TriageReport, ruleset: Ruleset, registry: GraphBreakRegistry | None = None, *,
-                   commands: tuple[tuple[str, str], ...] = (), fixed: bool = False,
+                   commands: tuple[tuple[str, str], ...] = (), fixed: bool = False, pull_request=None,
                    excerpt_rules: ExcerptRules | None = None, max_chars: int = MAX_COMMENT_CHARS) -> str:
-    """The full comment. `fixed`: a later run found the bug gone (celebrate once, in the verdict)."""
+    """The full comment. `fixed`: a later run found the bug gone (celebrate once, in the verdict).
+    `pull_request` (with `number` and `state`): the draft PR carrying the regression test."""
     rules = excerpt_rules or load_excerpt_rules()
     category = ruleset.categories[report.classification.category]
     log_text = "\n".join(run.output_tail for run in (report.reproduction.runs if report.reproduction else ()))
     excerpts = excerpt(log_text, rules.patterns.get(category.id, ()), rules.context, rules.max_lines)
     for log_budget, code_budget in TRIM_STEPS:
-        body = _render(report, category, registry, commands, fixed, excerpts, log_budget, code_budget)
+        body = _render(report, category, registry, commands, fixed, excerpts, log_budget, code_budget, pull_request)
         if len(body) <= max_chars:
             return body
     note = "\n\n_(comment cut to GitHub's size limit)_\n"
     return body[: max_chars - len(note)] + note
 
 
-def _render(report, category, registry, commands, fixed, excerpts, log_budget, code_budget) -> str:
+def _render(report, category, registry, commands, fixed, excerpts, log_budget, code_budget, pull_request) -> str:
     trimmed: list[str] = []
     logs, dropped = trim_lines(excerpts, log_budget)
     if dropped:
@@ -124,7 +125,7 @@ def _render(report, category, registry, commands, fixed, excerpts, log_budget, c
                   verdict=verdict_line(report), evidence=_evidence(report.classification),
                   graph_break=_graph_break(graph_break), repro=repro, logs=logs, test=test, test_source=test_source,
                   verification=VERIFICATION_LINES.get(test.verification, test.verification) if test else None,
-                  suggestion=report.test_suggestion, commands=commands, trimmed=trimmed,
+                  suggestion=report.test_suggestion, commands=commands, trimmed=trimmed, pull_request=pull_request,
                   celebration=celebration(report) if fixed else None,
                   fence=fence, inert=inert, inert_line=inert_line, details=details, code_span=code_span)
 

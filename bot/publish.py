@@ -65,10 +65,7 @@ def labels_for(report: TriageReport, ruleset: Ruleset) -> tuple[str, ...]:
 
 def comment_for(report: TriageReport, ruleset: Ruleset, registry: GraphBreakRegistry | None,
                 pull_request: PullRequest | None = None, fixed: bool = False) -> str:
-    body = render_comment(report, ruleset, registry, commands=load_command_help(), fixed=fixed)
-    if pull_request is None:
-        return body
-    return body.rstrip("\n") + "\n\n" + render("draft_pr_link.md.j2", pull_request=pull_request)
+    return render_comment(report, ruleset, registry, commands=load_command_help(), fixed=fixed, pull_request=pull_request)
 
 
 def branch_for(issue_number: int) -> str:

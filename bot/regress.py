@@ -20,8 +20,10 @@ import yaml
 
 from .minimize import unparse
 from .records import Classification
+from .report import RegressionTest
 from .render import render
 from .ruleset import CATEGORY_IDS, RulesError
+from .signature import short_type
 
 CONFIG_MODULES = ("torch._inductor.config", "torch._dynamo.config", "torch._functorch.config")
 ASSERTIONS = ("no_error", "matches_eager")
@@ -265,16 +267,25 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
+OP_NAMESPACES = ("torch", "F", "torch.nn.functional", "nn.functional", "torch.ops.aten", "torch.special", "torch.linalg")
+
+
 def main_op(parts: ReproParts) -> str | None:
-    """The first distinctive call in the repro (`relu`, `scatter_add`, `cond`): what the test is about."""
-    for node in parts.definitions + parts.body:
-        for child in ast.walk(node):
-            if isinstance(child, ast.Call):
-                name = child.func.attr if isinstance(child.func, ast.Attribute) else getattr(child.func, "id", None)
-                if name and name not in BOILERPLATE_CALLS and not name[:1].isupper() and name.isidentifier() \
-                        and not name.startswith("assert") and name not in _defined_names(parts):
-                    return slug(name)
-    return None
+    """The first distinctive op the repro calls (`relu`, `scatter_add`, `cond`): what the test is about.
+
+    Calls into torch's op namespaces count first, then tensor methods; submodule calls
+    (`self.fc1(x)`), constructors and dunders never do."""
+    calls = [child for node in parts.definitions + parts.body for child in ast.walk(node) if isinstance(child, ast.Call)]
+    defined = _defined_names(parts)
+
+    def distinctive(name: str | None) -> bool:
+        return bool(name) and name.isidentifier() and name not in BOILERPLATE_CALLS and name not in defined \
+            and not name[:1].isupper() and not name.startswith(("_", "assert"))
+
+    in_namespace = [c.func.attr for c in calls if isinstance(c.func, ast.Attribute) and ast.unparse(c.func.value) in OP_NAMESPACES]
+    methods = [c.func.attr for c in calls if isinstance(c.func, ast.Attribute) and ast.unparse(c.func.value) != "self"
+               and ast.unparse(c.func.value) not in OP_NAMESPACES]
+    return next((slug(name) for name in in_namespace + methods if distinctive(name)), None)
 
 
 def _defined_names(parts: ReproParts) -> set[str]:
@@ -304,7 +315,9 @@ def generate(source: str, classification: Classification, plan: TestPlan, *, dev
         parts.notes.append("no compiled call to compare with eager was found; the test asserts the code runs")
     name = test_name(plan, parts, issue_number, graph_break_title)
     class_name = class_name or class_name_for(issue_number)
-    docstring = f"{'Issue #%d: ' % issue_number if issue_number else ''}fails with {classification.signature}"
+    # unittest prints a failing test's docstring; keep the failure's own text out of it, or the
+    # verification run would be classified on our words instead of torch's.
+    docstring = f"Regression test for issue #{issue_number} (pt2-triage)." if issue_number else "Regression test (pt2-triage)."
     method = render("regression_method.py.j2", name=name, device=device, patches=parts.patches,
                     docstring=docstring_literal(one_line(docstring, 300)),
                     statements=method_statements(parts))
@@ -376,8 +389,9 @@ def ensure_imports(source: str, imports: tuple[str, ...], tree: ast.Module | Non
     return "\n".join(lines[:last_import] + missing + lines[last_import:]) + "\n"
 
 
-def required_imports(test: GeneratedTest) -> tuple[str, ...]:
-    """Module-level imports the method relies on (decorators are evaluated at class level)."""
+def required_imports(test: "GeneratedTest | RegressionTest") -> tuple[str, ...]:
+    """Module-level imports the method relies on (decorators are evaluated at class level).
+    Takes the freshly generated test or the one read back from report.json."""
     needed = ["import torch"]
     if test.device == "cuda":
         needed.append("import unittest")
@@ -398,6 +412,9 @@ def verification_verdict(expected: Classification, run: Classification, run_stat
         return "passes", "the test passes against the installed torch, so it would not catch this bug"
     if run_status in ("timeout", "limit"):
         return "not_run", f"the test run hit a {run_status}; it was not verified"
+    if short_type(run.exception_type) in ("ModuleNotFoundError", "ImportError") and expected.category != "not_pt2" \
+            and run.category != expected.category:
+        return "not_run", f"the test could not start on this runner ({run.signature}); install the `runner` extra"
     if run.category == expected.category and run.signature == expected.signature:
         return "fails_same", f"fails as expected with {run.signature}"
     if run.category == expected.category:

@@ -13,11 +13,13 @@ import jinja2
 
 
 def templates_dir() -> str:
-    """The installed templates package, or `templates/` of a source checkout run without installing."""
-    try:
-        return str(resources.files("pt2_triage_templates"))
-    except ModuleNotFoundError:
-        return str(Path(__file__).resolve().parents[1] / "templates")
+    """`templates/` next to this package in a source checkout (editable installs included), else the
+    installed `pt2_triage_templates` package. The checkout wins so an edited template takes effect
+    without reinstalling (setuptools copies mapped package dirs even for `pip install -e`)."""
+    checkout = Path(__file__).resolve().parents[1] / "templates"
+    if (checkout / "comment.md.j2").is_file():
+        return str(checkout)
+    return str(resources.files("pt2_triage_templates"))
 
 
 @lru_cache(maxsize=1)

@@ -110,6 +110,7 @@ def test_adding_to_a_file_without_a_test_class_is_an_error():
     ("failed", Classification("not_pt2", 0.9, "NameError"), "fails_differently"),
     ("ok", Classification("not_pt2", 0.9, ""), "passes"),
     ("timeout", Classification("unknown", 0.5, ""), "not_run"),
+    ("failed", Classification("unknown", 0.5, "x", exception_type="ModuleNotFoundError"), "not_run"),
 ])
 def test_verification_verdicts(status, run, verdict):
     assert verification_verdict(FAIL, run, status)[0] == verdict
