@@ -90,6 +90,16 @@ def celebration(report: TriageReport) -> str:
     return CELEBRATIONS[int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(CELEBRATIONS)]
 
 
+def fix_verified(previous: TriageReport | None, current: TriageReport) -> bool:
+    """A later run shows the bug gone: it reproduced before, the same repro runs clean now, and the
+    regression test (when there is one) passes. A first run that does not reproduce is no fix."""
+    if previous is None or previous.reproduction is None or not previous.reproduction.reproduced:
+        return False
+    if current.reproduction is None or current.reproduction.status != "not_reproduced":
+        return False
+    return current.regression_test is None or current.regression_test.verification == "passes"
+
+
 def is_bot_comment(body: str | None) -> bool:
     return bool(body) and body.lstrip().startswith(COMMENT_MARKER)
 

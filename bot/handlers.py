@@ -17,7 +17,7 @@ from typing import Callable
 from .ci_watch import collect_failures, publish_failures
 from .classify import Classifier
 from .commands import Command, Rejection, authorize, help_rows, parse_command
-from .comment import COMMENT_MARKER, render_pending_comment
+from .comment import COMMENT_MARKER, fix_verified, render_pending_comment
 from .dispatch import dispatch, job_key_from_run, plan_dispatch
 from .extract import request_from_text
 from .github import GitHub, WorkflowRun
@@ -283,13 +283,14 @@ def republish(ctx: Context, issue: dict, config: RepoConfig, draft_pr: bool) -> 
     publish_stored(ctx, number, TriageReport.from_dict(json.loads(stored)), config, draft_pr)
 
 
-def publish_stored(ctx: Context, number: int, report: TriageReport, config: RepoConfig, draft_pr: bool):
+def publish_stored(ctx: Context, number: int, report: TriageReport, config: RepoConfig, draft_pr: bool,
+                   fixed: bool = False):
     overrides = ctx.store.overrides(ctx.repo, number)
     category = overrides.get("category") or report.classification.category
     result = publish_report(ctx.gh, ctx.repo, number, report, ctx.services.ruleset, ctx.services.registry,
                             draft_pr=draft_pr, known_comment_id=ctx.store.comment_id(ctx.repo, number),
                             category_override=overrides.get("category"),
-                            test_file=overrides.get("test-file") or config.test_files.get(category))
+                            test_file=overrides.get("test-file") or config.test_files.get(category), fixed=fixed)
     ctx.store.remember_comment(ctx.repo, number, result.comment.id)
     return result
 
@@ -345,7 +346,9 @@ def handle_runner_completed(ctx: Context, run: WorkflowRun, config: RepoConfig) 
         ctx.store.remember_comment(ctx.repo, number, comment.id)
     else:
         draft_pr = config.draft_pr and (runner_job.draft_pr if runner_job else True)
-        publish_stored(ctx, number, report, config, draft_pr)
+        previous = ctx.store.latest_report(ctx.repo, number)
+        fixed = fix_verified(TriageReport.from_dict(json.loads(previous)) if previous else None, report)
+        publish_stored(ctx, number, report, config, draft_pr, fixed)
         ctx.store.save_report(ctx.repo, number, report.to_json(), run.id)
         ctx.store.record_fingerprint(ctx.repo, report.classification.signature, report.classification.category,
                                      f"#{number}")

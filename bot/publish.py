@@ -134,13 +134,13 @@ def open_draft_pull(gh: GitHub, repo: str, issue_number: int, report: TriageRepo
 def publish_report(gh: GitHub, repo: str, issue_number: int, report: TriageReport, ruleset: Ruleset,
                    registry: GraphBreakRegistry | None = None, *, draft_pr: bool = False,
                    known_comment_id: int | None = None, category_override: str | None = None,
-                   test_file: str | None = None, apply_labels: bool = True) -> PublishResult:
+                   test_file: str | None = None, apply_labels: bool = True, fixed: bool = False) -> PublishResult:
     """Everything a finished report leads to, in an order where a failure part-way is safe to redo."""
     report = with_category_override(report, category_override)
     pull_request, note = (None, "draft PRs are off")
     if draft_pr:
         pull_request, note = open_draft_pull(gh, repo, issue_number, report, ruleset, test_file)
-    body = comment_for(report, ruleset, registry, pull_request)
+    body = comment_for(report, ruleset, registry, pull_request, fixed=fixed)
     comment = gh.upsert_comment(repo, issue_number, body, COMMENT_MARKER, known_id=known_comment_id)
     labels = labels_for(report, ruleset) if apply_labels else ()
     gh.add_labels(repo, issue_number, list(labels))

@@ -161,11 +161,10 @@ class Triage:
 
     def verify(self, run: TriageRun, test_source: str) -> tuple[str, str, str | None]:
         """Run the generated test in the sandbox; it must fail now, like the repro."""
-        if not (run.reproduction and run.reproduction.reproduced):
-            why = "the repro did not fail here" if run.reproduction else "there was no repro to run"
-            if run.reproduction and run.reproduction.status == "needs_gpu":
-                why = "it needs a CUDA GPU; a GPU runner verifies it"
-            return "not_run", f"not run: {why}", None
+        status = run.reproduction.status if run.reproduction else None
+        if status not in ("reproduced", "flaky", "not_reproduced"):  # not_reproduced: the test shows a fix
+            why = {"needs_gpu": "it needs a CUDA GPU; a GPU runner verifies it", None: "there was no repro to run"}
+            return "not_run", f"not run: {why.get(status, f'the repro run ended with {status}')}", None
         result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=self.options.run_timeout_s))
         got = self.classifier.classify_text(output_text(result), context=test_source)
         verdict, sentence = verification_verdict(run.classification, got, result.status)

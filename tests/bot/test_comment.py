@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.classify import Classifier
-from bot.comment import (COMMENT_MARKER, MAX_COMMENT_CHARS, celebration, excerpt, is_bot_comment, render_comment,
+from bot.comment import (COMMENT_MARKER, MAX_COMMENT_CHARS, celebration, excerpt, fix_verified, is_bot_comment, render_comment,
                          render_pending_comment)
 from bot.graph_breaks import load_registry
 from bot.records import Classification, Evidence
@@ -165,3 +165,16 @@ def test_a_verified_fix_is_celebrated_with_a_stable_but_varied_line():
     report = report_for("accuracy")
     assert celebration(report) in render_comment(report, RULESET, REGISTRY, fixed=True)
     assert celebration(report) not in render_comment(report, RULESET, REGISTRY)
+
+
+def test_a_fix_is_verified_only_against_an_earlier_reproduction():
+    before = report_for("accuracy")
+    clean = Reproduction(**{**before.reproduction.__dict__, "status": "not_reproduced", "reproduced": False,
+                            "runs_reproduced": 0})
+    passing = RegressionTest(**{**before.regression_test.__dict__, "verification": "passes"})
+    after = TriageReport(**{**before.__dict__, "reproduction": clean, "regression_test": passing})
+    assert fix_verified(before, after)
+    assert not fix_verified(None, after)  # never reproduced here: could be the environment, not a fix
+    assert not fix_verified(before, before)
+    still_failing = TriageReport(**{**after.__dict__, "regression_test": before.regression_test})
+    assert not fix_verified(before, still_failing)
