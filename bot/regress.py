@@ -275,7 +275,8 @@ def main_op(parts: ReproParts) -> str | None:
 
     Calls into torch's op namespaces count first, then tensor methods; submodule calls
     (`self.fc1(x)`), constructors and dunders never do."""
-    calls = [child for node in parts.definitions + parts.body for child in ast.walk(node) if isinstance(child, ast.Call)]
+    calls = sorted((child for node in parts.definitions + parts.body for child in ast.walk(node) if isinstance(child, ast.Call)),
+                   key=lambda call: (getattr(call, "lineno", 0), getattr(call, "col_offset", 0)))  # source order
     defined = _defined_names(parts)
 
     def distinctive(name: str | None) -> bool:

@@ -49,6 +49,13 @@ def test_explicit_comparisons_become_assert_equal():
     assert test.test_name == "test_sin_compiled_matches_eager"
 
 
+def test_the_name_takes_the_first_op_in_source_order_not_the_shallowest():
+    source = "import torch\n\ndef f(x):\n    return torch.relu(x) * 2 + torch.tanh(x)\n\nx = torch.randn(4)\n" \
+             "torch.testing.assert_close(torch.compile(f)(x), f(x))\n"
+    test = generate(source, Classification("accuracy", 0.9, "s"), PLANS["accuracy"], device="cpu", issue_number=3)
+    assert test.test_name == "test_relu_compiled_matches_eager_issue_3"
+
+
 def test_graph_breaks_are_named_after_the_break_and_assert_it_compiles():
     source = "import torch\n\n@torch.compile(fullgraph=True)\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\nf(torch.randn(3))\n"
     test = generate(source, Classification("graph_break", 0.9, "s"), PLANS["graph_break"], device="cpu",
