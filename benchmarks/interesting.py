@@ -9,7 +9,7 @@ category and normalized signature, and it is not a user-level slip (NameError, I
 
 The candidate comes as a path (shrinkray >= 25 with --input-type arg) or on stdin (shrinkray
 0.0.x, which only pipes). Each call appends one line to $PT2_BENCH_RUN_LOG when it is set, so the
-benchmark can count a peer's predicate runs. $PT2_BENCH_CACHE_DIR, when set, is the Inductor
+benchmark can count a peer's predicate runs and see when it found each smaller candidate. $PT2_BENCH_CACHE_DIR, when set, is the Inductor
 cache shared by the runs of one reduction, as `pt2-triage minimize` shares one per job.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from bot.cli import build_classifier  # noqa: E402
 from bot.minimize import same_failure  # noqa: E402
 from bot.records import Classification  # noqa: E402
 from bot.reproduce import ALWAYS_ENV, output_text  # noqa: E402
+from runners.reduce import count_tokens  # noqa: E402
 from runners.sandbox import RunSpec, run  # noqa: E402
 
 RUN_LOG_VAR = "PT2_BENCH_RUN_LOG"
@@ -52,11 +53,12 @@ def is_same_failure(script: str, category: str, signature: str, timeout_s: float
     return same_failure(target, classification, status)
 
 
-def log_run(verdict: bool, started: float) -> None:
+def log_run(verdict: bool, started: float, script: str) -> None:
+    """One line per run: verdict, seconds it took, when it ended (epoch), the candidate's tokens."""
     path = os.environ.get(RUN_LOG_VAR)
     if path:
         with open(path, "a", encoding="utf-8") as log:
-            log.write(f"{int(verdict)} {time.monotonic() - started:.3f}\n")
+            log.write(f"{int(verdict)} {time.monotonic() - started:.3f} {time.time():.3f} {count_tokens(script)}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--category and --signature are required (or --describe)")
     started = time.monotonic()
     verdict = is_same_failure(script, args.category, args.signature, args.timeout, os.environ.get(CACHE_DIR_VAR))
-    log_run(verdict, started)
+    log_run(verdict, started, script)
     return 0 if verdict else 1
 
 

@@ -23,6 +23,7 @@ Targets (issue #5): ours is no larger than the best peer on every case, at <= 0.
 peer's median wall time.
 
     python benchmarks/minimize_vs_peers.py [--budget 300] [--only CASE] [--quick] [--json FILE]
+    python benchmarks/minimize_vs_peers.py --reducers ours --others-from FILE   # rerun ours after a change
 
 Needs the `bench` extra (pip install -e '.[bench]'). shrinkray 0.0.x (the only release for
 Python < 3.12) reads the candidate on stdin and writes its best to --target; releases >= 25
@@ -51,7 +52,8 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.cli import build_classifier, make_runner  # noqa: E402
-from bot.minimize import Minimizer, NotReproducible  # noqa: E402
+from bot.minimize import Minimizer, NotReproducible, same_failure  # noqa: E402
+from bot.records import Classification  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
 from runners.sandbox import RunResult, RunSpec  # noqa: E402
 
@@ -83,15 +85,21 @@ class Outcome:
     verified: bool | None = None  # the final result still satisfies interesting.py
     note: str = ""
     source: str = field(default="", repr=False)
+    progress: list[tuple[float, int]] = field(default_factory=list, repr=False)  # (s, tokens) per interesting run
+
+    def reached(self, tokens: int) -> float | None:
+        """Seconds until it first held a candidate of at most `tokens` tokens."""
+        return next((at for at, size in sorted(self.progress) if size <= tokens), None)
 
 
 def nonblank_lines(source: str) -> int:
     return sum(1 for line in source.splitlines() if line.strip())
 
 
-def measure(reducer: str, source: str, runs: int, wall_s: float, budget_hit: bool, note: str = "") -> Outcome:
+def measure(reducer: str, source: str, runs: int, wall_s: float, budget_hit: bool, note: str = "",
+            progress: list[tuple[float, int]] | None = None) -> Outcome:
     return Outcome(reducer, count_tokens(source), nonblank_lines(source), runs, round(wall_s, 1), budget_hit,
-                   note=note, source=source)
+                   note=note, source=source, progress=progress or [])
 
 
 # --- the interestingness script, as the peers call it --------------------------------------------
@@ -107,6 +115,13 @@ def interesting_env(run_log: Path, cache_dir: str) -> dict[str, str]:
 
 def count_runs(run_log: Path) -> int:
     return len(run_log.read_text().splitlines()) if run_log.exists() else 0
+
+
+def logged_progress(run_log: Path, started_epoch: float) -> list[tuple[float, int]]:
+    """(seconds since the start, tokens) of each interesting run interesting.py logged."""
+    lines = run_log.read_text().splitlines() if run_log.exists() else []
+    return [(round(float(ended) - started_epoch, 1), int(tokens))
+            for verdict, _took, ended, tokens in (line.split() for line in lines) if verdict == "1"]
 
 
 def verify(case: Case, source: str, timeout_s: float) -> bool:
@@ -174,13 +189,28 @@ def counting(runner: Callable[[RunSpec], RunResult], counter: list[int]) -> Call
     return run
 
 
+class TracedMinimizer(Minimizer):
+    """Minimizer that notes when each run ended and what it classified as, to see when it first
+    held a candidate of a given size (its predicate is `same_failure` on exactly these)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.trace: list[tuple[float, str, Classification, str]] = []
+
+    def classify_run(self, script: str) -> tuple[Classification, RunResult]:
+        classification, result = super().classify_run(script)
+        self.trace.append((time.monotonic(), script, classification, result.status))
+        return classification, result
+
+
 def run_ours(case: Case, budget_s: float, timeout_s: float, jobs: int) -> Outcome:
     """As `pt2-triage minimize --no-graph-minifier` does it: warm pool start-up included in the wall."""
     counter = [0]
     started = time.monotonic()
     with ExitStack() as stack:
         runner = counting(make_runner(stack, jobs), counter)
-        minimizer = Minimizer(build_classifier(None), runner, budget_s=budget_s, timeout_s=timeout_s, parallelism=jobs)
+        minimizer = TracedMinimizer(build_classifier(None), runner, budget_s=budget_s, timeout_s=timeout_s,
+                                    parallelism=jobs)
         try:
             result = minimizer.minimize(case.source)
         except NotReproducible as exc:
@@ -189,7 +219,9 @@ def run_ours(case: Case, budget_s: float, timeout_s: float, jobs: int) -> Outcom
     note = result.stats.stop_reason
     if result.final.signature != case.signature:
         note += f"; final signature differs: {result.final.signature}"
-    return measure("ours", result.source, counter[0], wall, result.stats.stop_reason.startswith("budget"), note)
+    progress = [(round(at - started, 1), count_tokens(script)) for at, script, classification, status in minimizer.trace
+                if same_failure(result.original, classification, status)]
+    return measure("ours", result.source, counter[0], wall, result.stats.stop_reason.startswith("budget"), note, progress)
 
 
 class OutOfBudget(Exception):
@@ -202,7 +234,7 @@ def run_pysource_minimize(case: Case, budget_s: float, timeout_s: float, work: P
     run_log, cache_dir = work / "runs.log", str(work / "cache")
     env = interesting_env(run_log, cache_dir)
     best = [case.source]
-    started = time.monotonic()
+    started, started_epoch = time.monotonic(), time.time()
     deadline = started + budget_s
 
     def checker(candidate: str) -> bool:
@@ -221,7 +253,8 @@ def run_pysource_minimize(case: Case, budget_s: float, timeout_s: float, work: P
         result, budget_hit = best[0], True
     except pysource_minimize.CouldNotMinimize as exc:
         result, note = case.source, f"could not minimize: {exc}"
-    return measure("pysource-minimize", result, count_runs(run_log), time.monotonic() - started, budget_hit, note)
+    return measure("pysource-minimize", result, count_runs(run_log), time.monotonic() - started, budget_hit, note,
+                   logged_progress(run_log, started_epoch))
 
 
 def shrinkray_version() -> str:
@@ -246,7 +279,7 @@ def run_shrinkray(case: Case, budget_s: float, timeout_s: float, jobs: int, work
     input_file.write_text(case.source)
     target.write_text(case.source)
     argv = shrinkray_argv(case, timeout_s, jobs, input_file, target)
-    started = time.monotonic()
+    started, started_epoch = time.monotonic(), time.time()
     with open(work / "shrinkray.log", "wb") as log:
         proc = subprocess.Popen(argv, env=interesting_env(run_log, cache_dir), stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, start_new_session=True, cwd=work)
@@ -259,7 +292,8 @@ def run_shrinkray(case: Case, budget_s: float, timeout_s: float, jobs: int, work
             budget_hit = True
     wall = time.monotonic() - started
     note = "" if budget_hit or proc.returncode == 0 else f"exit {proc.returncode}: {(work / 'shrinkray.log').read_text(errors='replace')[-300:]}"
-    return measure("shrinkray", target.read_text(), count_runs(run_log), wall, budget_hit, note)
+    return measure("shrinkray", target.read_text(), count_runs(run_log), wall, budget_hit, note,
+                   logged_progress(run_log, started_epoch))
 
 
 def run_reducer(name: str, case: Case, args: argparse.Namespace) -> Outcome:
@@ -301,27 +335,47 @@ def judge(results: dict[str, dict[str, Outcome]]) -> dict:
             continue
         best_peer = min(o.tokens for o in peers)
         per_case[case_name] = {"ours_tokens": ours.tokens, "best_peer_tokens": best_peer,
-                               "size_ok": bool(ours.verified) and ours.tokens <= best_peer}
+                               "size_ok": bool(ours.verified) and ours.tokens <= best_peer,
+                               "ours_reached_best_peer_s": ours.reached(best_peer),
+                               "peers_budget_hit": all(o.budget_hit for o in peers)}
     our_walls = [o["ours"].wall_s for o in results.values() if "ours" in o]
     medians = {name: statistics.median(walls) for name, walls in peer_walls.items()}
     best_peer_median = min(medians.values()) if medians else None
     our_median = statistics.median(our_walls) if our_walls else None
     wall_ok = None if best_peer_median is None or our_median is None else our_median <= 0.5 * best_peer_median
+    reach = [c["ours_reached_best_peer_s"] for c in per_case.values() if c["ours_reached_best_peer_s"] is not None]
     return {"per_case": per_case, "size_ok": bool(per_case) and all(c["size_ok"] for c in per_case.values()),
-            "our_median_wall_s": our_median, "peer_median_wall_s": medians, "wall_ok": wall_ok}
+            "our_median_wall_s": our_median, "peer_median_wall_s": medians, "wall_ok": wall_ok,
+            "ours_median_s_to_best_peer_size": statistics.median(reach) if reach else None}
 
 
 def summary_lines(verdict: dict) -> list[str]:
     lines = []
     for name, case in verdict["per_case"].items():
+        reached = case["ours_reached_best_peer_s"]
         lines.append(f"  {name:24s} ours {case['ours_tokens']:>4d} tokens, best peer {case['best_peer_tokens']:>4d}: "
-                     f"{'PASS' if case['size_ok'] else 'FAIL'}")
+                     f"{'PASS' if case['size_ok'] else 'FAIL'}"
+                     + (f"; ours held a candidate that small after {reached:.0f} s" if reached is not None else ""))
     medians = ", ".join(f"{k} {v:.0f} s" for k, v in verdict["peer_median_wall_s"].items())
     if verdict["our_median_wall_s"] is not None and verdict["wall_ok"] is not None:
+        capped = sum(c["peers_budget_hit"] for c in verdict["per_case"].values())
         lines.append(f"size: ours <= best peer on every case: {'PASS' if verdict['size_ok'] else 'FAIL'}")
         lines.append(f"wall: ours median {verdict['our_median_wall_s']:.0f} s vs <= 0.5 x best peer median "
-                     f"({medians}): {'PASS' if verdict['wall_ok'] else 'FAIL'}")
+                     f"({medians}): {'PASS' if verdict['wall_ok'] else 'FAIL'}"
+                     f" (on {capped} of {len(verdict['per_case'])} cases every peer was stopped by the budget)")
+    if verdict["ours_median_s_to_best_peer_size"] is not None:
+        lines.append(f"ours held a candidate no larger than the best peer's final one after "
+                     f"{verdict['ours_median_s_to_best_peer_size']:.0f} s (median over cases)")
     return lines
+
+
+def earlier_outcomes(path: str | None) -> dict[str, dict[str, Outcome]]:
+    """Outcomes from an earlier --json run, to rerun some reducers and compare with the rest."""
+    if not path:
+        return {}
+    cases = json.loads(Path(path).read_text())["cases"]
+    return {case: {name: Outcome(**{**data, "progress": [tuple(p) for p in data.get("progress", [])]})
+                   for name, data in outcomes.items()} for case, outcomes in cases.items()}
 
 
 def selected_cases(args: argparse.Namespace) -> list[Path]:
@@ -344,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"smoke test: {' and '.join(QUICK_CASES)}, {QUICK_BUDGET_S:.0f} s budget")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON ('-': stdout, the table then goes to stderr)")
     parser.add_argument("--out", metavar="DIR", help="write each reducer's final script to DIR/CASE.REDUCER.py")
+    parser.add_argument("--others-from", metavar="JSON", help="take the reducers not run now from this earlier --json "
+                        "output (to rerun some after a change); their rows are marked 'earlier'")
     args = parser.parse_args(argv)
     args.budget = args.budget or (QUICK_BUDGET_S if args.quick else 300.0)
     reducers = [r for r in args.reducers.split(",") if r]
@@ -356,11 +412,18 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{k} {v}" for k, v in versions.items()), file=table, flush=True)
     print(header(), file=table, flush=True)
     results: dict[str, dict[str, Outcome]] = {}
+    earlier = earlier_outcomes(args.others_from)
     for path in selected_cases(args):
         case = load_case(path, args.timeout)
         results[case.name] = {}
-        for name in reducers:
-            outcome = run_reducer(name, case, args)
+        for name in REDUCERS:
+            if name in reducers:
+                outcome = run_reducer(name, case, args)
+            elif name in earlier.get(case.name, {}):
+                outcome = earlier[case.name][name]
+                outcome.note = f"earlier: {outcome.note}".rstrip(": ")
+            else:
+                continue
             results[case.name][name] = outcome
             print(row(case, count_tokens(case.source), outcome), file=table, flush=True)
             if args.out:

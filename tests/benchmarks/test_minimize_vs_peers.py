@@ -43,7 +43,8 @@ def test_size_target_compares_with_the_best_verified_peer_per_case():
               "shrinkray": outcome("shrinkray", 40, 60)},
     }
     verdict = bench.judge(results)
-    assert verdict["per_case"]["a"] == {"ours_tokens": 20, "best_peer_tokens": 25, "size_ok": True}
+    assert {k: verdict["per_case"]["a"][k] for k in ("ours_tokens", "best_peer_tokens", "size_ok")} == \
+        {"ours_tokens": 20, "best_peer_tokens": 25, "size_ok": True}
     assert verdict["per_case"]["b"]["size_ok"] is False
     assert verdict["size_ok"] is False
 
@@ -57,6 +58,22 @@ def test_wall_target_is_half_the_best_peers_median():
     assert verdict["wall_ok"] is True  # 20 <= 0.5 * 40
     results["b"]["ours"].wall_s = 21
     assert bench.judge(results)["wall_ok"] is False
+
+
+def test_time_to_reach_the_best_peers_size_comes_from_the_progress_trace():
+    ours = outcome("ours", 10, 90)
+    ours.progress = [(5.0, 200), (12.5, 40), (30.0, 25), (80.0, 10)]
+    verdict = bench.judge({"a": {"ours": ours, "shrinkray": outcome("shrinkray", 30, 120)}})
+    assert verdict["per_case"]["a"]["ours_reached_best_peer_s"] == 30.0  # first candidate with <= 30 tokens
+    assert verdict["ours_median_s_to_best_peer_size"] == 30.0
+
+
+def test_earlier_outcomes_round_trip_through_the_json_output(tmp_path):
+    ours = outcome("ours", 10, 90)
+    ours.progress = [(1.0, 50)]
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps({"cases": {"a": {"ours": bench.asdict(ours)}}}))
+    assert bench.earlier_outcomes(str(path)) == {"a": {"ours": ours}}
 
 
 def test_an_unverified_result_of_ours_fails_the_size_target():
