@@ -26,3 +26,19 @@ def test_h100_reports_load_and_reproduced(name, category, classifier):
     # re-classify the stored run output with today's rules (the report predates some of them)
     final_run = report.reproduction.runs[-1]
     assert classifier.classify_text(final_run.output_tail).category == category
+
+
+def test_h100_triage_generated_a_cuda_test_that_failed_there_for_the_same_reason():
+    """`pt2-triage triage tests/repros/gpu/triton_compile_error.py` on the H100: the whole report."""
+    from bot.comment import render_comment
+    from bot.graph_breaks import load_registry
+    from bot.ruleset import load_ruleset
+
+    report = TriageReport.from_dict(json.loads((GPU / "triage_triton_compile_error.report.json").read_text()))
+    test = report.regression_test
+    assert test.device == "cuda" and test.verification == "fails_same"
+    assert '@unittest.skipUnless(torch.cuda.is_available(), "requires CUDA")' in test.file_source
+    assert report.test_suggestion.path == "test/inductor/test_cuda_repro.py"
+    comment = render_comment(report, load_ruleset(), load_registry())
+    assert "reproduced (1/1 runs) on cuda with torch 2.11.0+cu130" in comment
+    assert "fails now, for the same reason as the repro" in comment
