@@ -132,16 +132,20 @@ class Reproducer:
                 category_changed=False,
                 summary="Not run: the repro needs a CUDA GPU and this machine has none; the category comes from the text only.")
 
-        first_env = diagnostics_env(self.category(text_category), collect_artifacts=False) if text_category else dict(ALWAYS_ENV)
-        first = self.run(script, first_env, "first run" if not text_category else f"diagnostics for {text_category}")
+        # With a category from the text, the first run already carries its diagnostics and artifact
+        # switches: when the run agrees with the text (the common case) no second run is needed.
+        collect = bool(self.out_dir)
+        first_env = diagnostics_env(self.category(text_category), collect_artifacts=collect) if text_category else dict(ALWAYS_ENV)
+        first = self.run(script, first_env, "first run" if not text_category else f"diagnostics for {text_category}",
+                         keep=collect and text_category is not None)
         category = first.classification.category
         final = first
         changed = text_category is not None and category != text_category and category not in NOT_A_REPRO
         if changed:
             log.info("category changed from %s (text) to %s (run)", text_category, category)
-        if category not in NOT_A_REPRO and (changed or text_category is None or self.out_dir):
-            final = self.run(script, diagnostics_env(self.category(category), collect_artifacts=bool(self.out_dir)),
-                             f"diagnostics for {category}", keep=bool(self.out_dir))
+        if category not in NOT_A_REPRO and (changed or text_category is None):
+            final = self.run(script, diagnostics_env(self.category(category), collect_artifacts=collect),
+                             f"diagnostics for {category}", keep=collect)
         checks = [final] + [self.run(script, final.env, "flakiness check") for _ in range(self.options.runs - 1)]
         hits = sum(1 for r in checks if reproduces(r.classification, r.status))
         status = decide_status(checks, hits)
@@ -195,6 +199,9 @@ class Reproducer:
         """Copy TORCH_COMPILE_DEBUG output and render TORCH_TRACE, then drop the kept workdir."""
         try:
             artifacts = self.out_dir / "artifacts"
+            for stale in ("torch_compile_debug", "torch_trace", "tlparse"):  # a later run's artifacts replace an earlier's
+                shutil.rmtree(artifacts / stale, ignore_errors=True)
+            self.artifacts = [a for a in self.artifacts if not a.startswith(("artifacts/torch_", "artifacts/tlparse"))]
             debug = workdir / "torch_compile_debug"
             if debug.is_dir() and copy_tree_capped(debug, artifacts / "torch_compile_debug"):
                 self.artifacts.append("artifacts/torch_compile_debug")

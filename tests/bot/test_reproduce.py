@@ -106,6 +106,15 @@ def test_category_from_the_issue_text_is_corrected_by_the_run(reproducer):
     assert [r.purpose for r in reproduction.runs] == ["diagnostics for export_failure", "diagnostics for graph_break"]
 
 
+@pytest.mark.slow
+def test_when_the_run_agrees_with_the_text_one_run_carries_the_diagnostics_and_artifacts(reproducer, tmp_path):
+    issue = "fullgraph=True fails:\n```\ntorch._dynamo.exc.Unsupported: Data-dependent branching\n```"
+    reproduction = reproducer(out_dir=tmp_path).reproduce(repro("graph_break_fullgraph"), issue_text=issue)
+    assert reproduction.status == "reproduced" and not reproduction.category_changed
+    assert [r.purpose for r in reproduction.runs] == ["diagnostics for graph_break"]
+    assert "artifacts/torch_trace" in reproduction.artifacts and (tmp_path / "artifacts" / "torch_trace").is_dir()
+
+
 def test_gpu_repro_on_a_cpu_machine_is_not_run(classifier):
     cpu_only = MachineEnvironment(torch_version="2.13.0+cpu", cuda_available=False)
     ran = []
