@@ -81,6 +81,8 @@ class Triage:
         request = request_from_text(issue_text[:MAX_EXTRACT_CHARS], source="local_file", reference=str(input_path))
         from_text = self.classifier.classify_text(issue_text)
         run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text)
+        if run.script is not None and hasattr(self.runner, "prewarm"):
+            self.runner.prewarm()  # warm workers start while the cold diagnostic runs go on
         self.timed(run, "extract", lambda r: f"{len(request.repro_scripts)} repro script(s) in the issue"
                    if issue_text else "the input is a script")
         self.timed(run, "classify", lambda r: f"from the text: {from_text.category} ({from_text.confidence:.2f})"
