@@ -8,14 +8,22 @@ and whether every delivery became exactly one job (redeliveries of 5% of them mu
 load runs against the production server (waitress) and, as the baseline, Werkzeug's threaded
 development server.
 
+The 50 clients are keep-alive connections spread over a few processes, each sending its next
+delivery as soon as the last is answered (a closed loop: p50 is about clients / throughput). The
+servers' logs go to files: a pipe nobody reads fills up and then blocks the server on its next log
+line (that froze waitress, whose I/O thread logs queue-depth warnings, after ~1,500 deliveries).
+
     .venv/bin/python benchmarks/webhook_load.py [--deliveries 2000] [--clients 50] [--servers waitress,werkzeug]
+                                                [--threads N]
 
 Target: p99 ack < 100 ms, zero lost or duplicated jobs.
 """
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
+import multiprocessing
 import os
 import socket
 import sqlite3
@@ -26,7 +34,7 @@ import tempfile
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -40,6 +48,8 @@ from tests.bot.app.fake_github import FakeGitHub  # noqa: E402
 
 SECRET = "benchmark-secret"
 FIXTURE = ROOT / "tests" / "bot" / "fixtures" / "webhooks" / "issues_labeled.json"
+THREADS = 16
+CLIENT_PROCESSES = 5
 
 
 def free_port() -> int:
@@ -83,14 +93,18 @@ def private_key(path: Path) -> None:
                                        serialization.NoEncryption()))
 
 
-def start_app(server: str, port: int, env: dict) -> subprocess.Popen:
+def start_app(server: str, port: int, env: dict, log_path: Path, threads: int) -> subprocess.Popen:
+    """The server's log goes to a file: a pipe nobody reads fills after 64 KiB and then blocks the
+    server's logging call (waitress logs queue-depth warnings from its I/O thread: the whole server
+    stops)."""
     if server == "waitress":
-        command = [sys.executable, "-m", "waitress", "--host=127.0.0.1", f"--port={port}", "--threads=16",
+        command = [sys.executable, "-m", "waitress", "--host=127.0.0.1", f"--port={port}", f"--threads={threads}",
                    "--call", "bot.app:create_app"]
     else:
         command = [sys.executable, "-c", "from bot.app import create_app; "
                    f"create_app().run(host='127.0.0.1', port={port}, threaded=True)"]
-    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -99,7 +113,7 @@ def start_app(server: str, port: int, env: dict) -> subprocess.Popen:
         except requests.RequestException:
             time.sleep(0.1)
     process.kill()
-    raise SystemExit(f"{server} did not start: {process.stderr.read().decode()[-2000:]}")
+    raise SystemExit(f"{server} did not start: {log_path.read_text(errors='replace')[-2000:]}")
 
 
 def deliveries(count: int, redeliver_share: float) -> list[tuple[str, bytes]]:
@@ -112,7 +126,7 @@ def deliveries(count: int, redeliver_share: float) -> list[tuple[str, bytes]]:
     return sent + redeliveries  # GitHub's "redeliver" reuses the delivery id
 
 
-def run_load(server: str, count: int, clients: int) -> dict:
+def run_load(server: str, count: int, clients: int, threads: int) -> dict:
     fake_port, app_port = free_port(), free_port()
     fake = FakeGitHub(api=f"http://127.0.0.1:{fake_port}")
     stub = serve_fake_github(fake, fake_port)
@@ -122,9 +136,11 @@ def run_load(server: str, count: int, clients: int) -> dict:
         env = {**os.environ, "PT2_TRIAGE_WEBHOOK_SECRET": SECRET, "PT2_TRIAGE_APP_ID": "1",
                "PT2_TRIAGE_PRIVATE_KEY": str(key_path), "PT2_TRIAGE_DB": str(db_path),
                "PT2_TRIAGE_GITHUB_API": fake.api, "PT2_TRIAGE_WORKERS": "4", "PYTHONPATH": str(ROOT)}
-        process = start_app(server, app_port, {**env, "PT2_TRIAGE_WORKERS": "0"})
-        worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--threads", "4"], env=env, cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server_log, worker_log = Path(scratch) / "server.log", Path(scratch) / "worker.log"
+        process = start_app(server, app_port, {**env, "PT2_TRIAGE_WORKERS": "0"}, server_log, threads)
+        with open(worker_log, "wb") as log_file:
+            worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--threads", "4"], env=env,
+                                      cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)
         try:
             result = _drive(app_port, db_path, deliveries(count, 0.05), clients, count)
         finally:
@@ -141,27 +157,49 @@ def run_load(server: str, count: int, clients: int) -> dict:
     return result
 
 
-def _drive(port: int, db_path: Path, batch: list[tuple[str, bytes]], clients: int, unique: int) -> dict:
-    url = f"http://127.0.0.1:{port}/webhook"
-    local = threading.local()
-
-    def send(item):
-        delivery_id, body = item
-        session = getattr(local, "session", None) or requests.Session()
-        local.session = session
+def _send_lane(port: int, lane: list[tuple[str, bytes]], outcomes: list) -> None:
+    """One client: a keep-alive connection that sends its deliveries one after another."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for delivery_id, body in lane:
         headers = {"X-GitHub-Event": "issues", "X-GitHub-Delivery": delivery_id, "Content-Type": "application/json",
                    "X-Hub-Signature-256": signature_for(SECRET, body), "User-Agent": "GitHub-Hookshot/bench"}
         started = time.perf_counter()
         try:
-            status = session.post(url, data=body, headers=headers, timeout=30).status_code
-        except requests.RequestException as exc:  # counted, not fatal: GitHub would redeliver
+            connection.request("POST", "/webhook", body=body, headers=headers)
+            response = connection.getresponse()
+            response.read()
+            status = response.status
+        except (OSError, http.client.HTTPException) as exc:  # counted as not acknowledged, not fatal
             status = type(exc).__name__
-        return time.perf_counter() - started, status
+            connection.close()
+        outcomes.append((time.perf_counter() - started, status))
+    connection.close()
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(clients) as pool:
-        outcomes = list(pool.map(send, batch))
-    wall = time.perf_counter() - started
+
+def _client_process(port: int, lanes: list[list[tuple[str, bytes]]], start_at: float) -> tuple[list, float, float]:
+    """Several clients in one process; the load is spread over processes so that the load
+    generator's own GIL does not add to the latencies it measures."""
+    time.sleep(max(0.0, start_at - time.time()))
+    started = time.time()
+    outcomes: list = []
+    threads = [threading.Thread(target=_send_lane, args=(port, lane, outcomes)) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes, started, time.time()
+
+
+def _drive(port: int, db_path: Path, batch: list[tuple[str, bytes]], clients: int, unique: int) -> dict:
+    lanes = [batch[index::clients] for index in range(clients)]
+    processes = min(CLIENT_PROCESSES, clients)
+    start_at = time.time() + 3  # every client process is up and imported by then
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_client_process, port, lanes[index::processes], start_at)
+                   for index in range(processes)]
+        parts = [future.result() for future in futures]
+    outcomes = [outcome for part, _, _ in parts for outcome in part]
+    wall = max(ended for _, _, ended in parts) - min(started for _, started, _ in parts)
     latencies = sorted(seconds for seconds, _ in outcomes)
     statuses = {}
     for _, status in outcomes:
@@ -189,8 +227,9 @@ def main() -> int:
     parser.add_argument("--deliveries", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--servers", default="waitress,werkzeug")
+    parser.add_argument("--threads", type=int, default=THREADS, help=f"waitress threads (default {THREADS})")
     args = parser.parse_args()
-    results = [run_load(server, args.deliveries, args.clients) for server in args.servers.split(",")]
+    results = [run_load(server, args.deliveries, args.clients, args.threads) for server in args.servers.split(",")]
     rows = [("server", "server"), ("sent (incl. 5% redeliveries)", "sent"), ("HTTP statuses", "statuses"),
             ("ack p50 ms", "p50_ms"), ("ack p99 ms", "p99_ms"), ("ack max ms", "max_ms"),
             ("throughput deliveries/s", "throughput_rps"), ("jobs", "jobs"), ("lost", "lost"),
