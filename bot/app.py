@@ -3,7 +3,13 @@
     POST /webhook   verify -> parse -> route -> persist one job -> 202 (work happens in workers)
     GET  /healthz   store reachable, schema version, job counts
 
-Production: `waitress-serve --threads 8 --call bot.app:create_app` (or gunicorn with
+The 202 is sent only after the delivery and its job are committed (fsynced) in the store, by the
+intake's batching writer (store.DeliveryRecorder); if the store cannot take it within a few
+seconds the answer is 503 with Retry-After, never a wait past GitHub's 10 s. GitHub does not
+redeliver failed deliveries by itself: a 503 shows as failed in the App's "Recent Deliveries",
+from where it can be redelivered (by hand or through the REST API).
+
+Production: `waitress-serve --threads 32 --call bot.app:create_app` (or gunicorn with
 `'bot.app:create_app()'`, without --preload so each process starts its own workers). Settings come
 from the environment (bot/settings.py). `pt2-triage serve` runs the same app. Jobs run in worker
 threads of the web process (`PT2_TRIAGE_WORKERS`), or, for the lowest ack latency, in separate
@@ -23,13 +29,14 @@ from .graph_breaks import load_registry
 from .handlers import Services
 from .ruleset import load_ruleset
 from .settings import Settings, settings_from_env
-from .store import Store
+from .store import DeliveryRecorder, Store, StoreBusy
 from .webhooks import Delivery, Refusal, parse_delivery, route
 from .worker import JobRunner, WorkerPool
 
 log = logging.getLogger("pt2_triage.app")
 
 EXTENSION = "pt2_triage"
+RETRY_AFTER_S = 30
 
 
 def github_factory(settings: Settings, clock: Callable[[], float] = time.time) -> Callable[[int | None], GitHub]:
@@ -62,9 +69,10 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     settings = settings or settings_from_env()
     services = build_services(settings, store=store, github_for=github_for, classifier=classifier, clock=clock)
     store = services.store
+    recorder = DeliveryRecorder(store)
     workers = WorkerPool(services, settings.workers)
     app = Flask("pt2_triage")
-    app.extensions[EXTENSION] = AppState(services, workers)
+    app.extensions[EXTENSION] = AppState(services, workers, recorder)
     secrets = (settings.webhook_secret,)
 
     @app.post("/webhook")
@@ -78,7 +86,12 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 
     def accept(delivery: Delivery):
         job = route(delivery, settings.bot_name)
-        job_id = store.record_delivery(delivery.id, delivery.event, delivery.action, job)
+        try:
+            job_id = recorder.record(delivery.id, delivery.event, delivery.action, job)
+        except StoreBusy as exc:
+            log.warning("delivery %s not accepted, store busy: %s", delivery.id, exc)
+            response = jsonify(error="the App's store is busy; redeliver this delivery", delivery=delivery.id)
+            return response, 503, {"Retry-After": str(RETRY_AFTER_S)}
         if job_id is None:
             duplicate = job is not None
             return jsonify(status="duplicate" if duplicate else "ignored", delivery=delivery.id), 200
@@ -99,9 +112,10 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
 class AppState:
     """What tests and the CLI reach through `app.extensions["pt2_triage"]`."""
 
-    def __init__(self, services: Services, workers: WorkerPool):
+    def __init__(self, services: Services, workers: WorkerPool, recorder: DeliveryRecorder):
         self.services = services
         self.workers = workers
+        self.recorder = recorder
 
     def drain(self) -> int:
         """Run every job that is ready now, in this thread (tests, and `serve --once` style use)."""

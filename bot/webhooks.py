@@ -33,6 +33,7 @@ class Delivery:
     event: str
     action: str | None
     payload: dict
+    body_text: str | None = None  # the signed body as text: the job stores it as is (no re-encoding)
 
     @property
     def repo(self) -> str | None:
@@ -87,7 +88,15 @@ def parse_delivery(headers: dict[str, str], body: bytes, secrets: tuple[str, ...
     if not isinstance(payload, dict):
         return Refusal(400, "body is not a JSON object")
     action = payload.get("action")
-    return Delivery(delivery_id, event, action if isinstance(action, str) else None, payload)
+    return Delivery(delivery_id, event, action if isinstance(action, str) else None, payload, _utf8(body))
+
+
+def _utf8(body: bytes) -> str | None:
+    """GitHub sends UTF-8; a body JSON accepted in another encoding is re-encoded by the store."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def route(delivery: Delivery, bot_name: str) -> NewJob | None:
@@ -105,4 +114,4 @@ def route(delivery: Delivery, bot_name: str) -> NewJob | None:
     if kind == "issue_text" and (payload.get("issue") or {}).get("pull_request"):
         return None
     return NewJob(kind=kind, repo=delivery.repo, payload=payload, installation_id=delivery.installation_id,
-                  number=delivery.number)
+                  number=delivery.number, payload_json=delivery.body_text)
