@@ -257,6 +257,14 @@ def run_pysource_minimize(case: Case, budget_s: float, timeout_s: float, work: P
                    logged_progress(run_log, started_epoch))
 
 
+def installed_version(distribution: str) -> str:
+    """The installed version, or "not installed" (CI installs no peers: it runs only our reducer)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def shrinkray_version() -> str:
     return importlib.metadata.version("shrinkray")
 
@@ -406,8 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     if set(reducers) - set(REDUCERS):
         parser.error(f"unknown reducer in {args.reducers!r}")
     table = sys.stderr if args.json == "-" else sys.stdout
-    versions = {"pysource-minimize": importlib.metadata.version("pysource-minimize"), "shrinkray": shrinkray_version(),
-                "torch": importlib.metadata.version("torch")}
+    versions = {name: installed_version(name) for name in ("pysource-minimize", "shrinkray", "torch")}
     print(f"budget {args.budget:.0f} s per reducer per case, {args.timeout:.0f} s per candidate, jobs {args.jobs}; "
           + ", ".join(f"{k} {v}" for k, v in versions.items()), file=table, flush=True)
     print(header(), file=table, flush=True)
