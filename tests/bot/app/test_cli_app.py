@@ -60,3 +60,10 @@ def test_ci_failure_stays_quiet_when_nothing_is_pt2(tmp_path, fake, monkeypatch,
     assert main(["ci-failure", "--repo", REPO, "--run-id", str(run["id"]), "--comment"]) == 0
     assert fake.comments == {}
     assert "lint: not_pt2" in capsys.readouterr().out
+
+
+def test_worker_refuses_a_nice_value_outside_what_the_os_allows(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PT2_TRIAGE_WEBHOOK_SECRET", "s")
+    monkeypatch.setenv("PT2_TRIAGE_DB", str(tmp_path / "app.sqlite3"))
+    assert main(["worker", "--nice", "20"]) == 2
+    assert "--nice must be between 0 and 19" in capsys.readouterr().err
