@@ -7,17 +7,21 @@ candidate parses. Passes run coarse to fine and repeat until none makes progress
 
   statements   delete runs of statements in every block (hierarchical delta debugging)
   unwrap       replace if/for/while/with/try by their bodies
-  instances    instantiate another class of the module instead (drops wrapper layers)
+  instances    instantiate another class of the module, or a layer the class builds in __init__,
+               instead (drops wrapper layers; the class goes when nothing else uses it)
   parameters   drop a function's (or class __init__'s) parameter together with its call-site arguments
-  inline       inline a variable that is assigned once and read once
+  inline       inline a variable that is assigned once and read once, and a function called once
   arguments    drop call arguments, keyword arguments, list/tuple elements, def parameters
   expressions  replace an expression by one of its subexpressions, or a call by one of the
                caller's `replacements` (simple expressions from the caller's domain)
   constants    shrink numbers (sizes, shapes, ranges, loop counts) toward 1 and 0
 
 A candidate that reads a name nothing binds in its scope (a sure NameError, e.g. a deleted
-definition still called) or a `self` attribute its class never sets (a sure AttributeError) is
-never run, unless the original already read that name or attribute so.
+definition still called), a `self` attribute its class never sets (AttributeError) or calls one
+of the module's functions with arguments it cannot take (TypeError) is never run, unless the
+original already did so. After an accepted edit a pass goes on where it was; the next round
+starts it from the beginning again.
+
 Candidates are cached by their text; a batch of candidates is tested in parallel threads when
 `parallelism > 1` (the predicate should then be thread-safe, e.g. one subprocess per call).
 """
@@ -50,7 +54,7 @@ class ReduceStats:
     candidates: int = 0  # candidates generated (including cache hits)
     runs: int = 0  # predicate calls
     cache_hits: int = 0
-    unbound_skipped: int = 0  # candidates not run: they read a name nothing binds (a sure NameError)
+    sure_failures_skipped: int = 0  # candidates not run: a sure NameError/AttributeError/TypeError (sure_errors)
     accepted: int = 0
     rounds: int = 0
     wall_s: float = 0.0
@@ -196,6 +200,69 @@ def dangling_attributes(tree: ast.AST) -> frozenset[str]:
                     (reads if isinstance(node.ctx, ast.Load) else defined).add(node.attr)
         dangling |= {f"{cls.name}.{attr}" for attr in reads - defined}
     return frozenset(dangling)
+
+
+def bad_calls(tree: ast.AST) -> frozenset[str]:
+    """Names of the module's own functions and classes called with arguments their signature
+    rejects (too many or too few positional arguments, an unknown or missing keyword): a sure
+    TypeError where the call runs. Decorated or rebound definitions are left out."""
+    signatures: dict[str, ast.arguments] = {}
+    bindings: dict[str, int] = {}
+    for node in getattr(tree, "body", []):
+        for name in _module_bindings(node):
+            bindings[name] = bindings.get(name, 0) + 1
+        if getattr(node, "decorator_list", None):
+            continue
+        if isinstance(node, ast.FunctionDef):
+            signatures[node.name] = node.args
+        elif isinstance(node, ast.ClassDef):
+            methods = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef)}
+            init = methods.get("__init__")
+            if init is not None and "__new__" not in methods and not init.decorator_list and init.args.args:
+                args = copy.copy(init.args)
+                args.posonlyargs, args.args = (args.posonlyargs[1:], args.args) if args.posonlyargs else ([], args.args[1:])
+                signatures[node.name] = args
+    bad = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in signatures
+                and bindings.get(node.func.id) == 1 and not _accepts(signatures[node.func.id], node)):
+            bad.add(node.func.id)
+    return frozenset(bad)
+
+
+def _module_bindings(node: ast.stmt) -> list[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)] + \
+        [(a.asname or a.name).split(".")[0] for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))
+         for a in n.names]
+
+
+def _accepts(args: ast.arguments, call: ast.Call) -> bool:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True  # *args / **kwargs at the call: cannot tell
+    positional = args.posonlyargs + args.args
+    if len(call.args) > len(positional) and args.vararg is None:
+        return False
+    filled = {p.arg for p in positional[:len(call.args)]}
+    by_keyword = {p.arg for p in args.args} | {p.arg for p in args.kwonlyargs}
+    for keyword in call.keywords:
+        if keyword.arg in filled or (keyword.arg not in by_keyword and args.kwarg is None):
+            return False
+        filled.add(keyword.arg)
+    required = [p.arg for p in positional[:len(positional) - len(args.defaults)]]
+    required += [p.arg for p, default in zip(args.kwonlyargs, args.kw_defaults) if default is None]
+    return all(name in filled for name in required)
+
+
+def sure_errors(tree: ast.AST) -> frozenset[str] | None:
+    """What would certainly fail where it runs: unbound names, dangling `self` attributes, calls
+    that do not fit their definition. None when a star import makes names unknowable."""
+    unbound = unbound_names(tree)
+    if unbound is None:
+        return None
+    return frozenset({f"name {n}" for n in unbound} | {f"attribute {a}" for a in dangling_attributes(tree)}
+                     | {f"call {c}" for c in bad_calls(tree)})
 
 
 # --- addressing nodes in a tree -------------------------------------------------------------------
@@ -366,16 +433,78 @@ def _replace_with(path: NodePath, replacement: ast.expr) -> Edit:
 
 
 def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Instantiate another class of the module instead (`Outer(...)` -> `Inner(1, 1)`): this is how
-    a wrapper layer disappears once the inner layer alone shows the behaviour."""
+    """Instantiate something else instead, so a wrapper layer disappears once an inner layer alone
+    shows the behaviour: another class of the module (`Outer(...)` -> `Inner(1, 1)`), or a
+    layer the class builds in `__init__` (`Net(8)` -> `nn.Linear(8, 4)` for `self.fc = nn.Linear(dim, 4)`,
+    the call's arguments and the defaults put in for the parameters)."""
     classes = {node.name: node for node in getattr(tree, "body", []) if isinstance(node, ast.ClassDef)}
-    if len(classes) < 2:
-        return
     for path, node in walk_paths(tree):
         if path and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
             for name, other in classes.items():
                 if name != node.func.id:
-                    yield "instances", _replace_with(path, _instantiation(name, other))
+                    yield "instances", _replace_instance(path, _instantiation(name, other), node.func.id)
+            for layer in _layers_built(classes[node.func.id], node):
+                yield "instances", _replace_instance(path, layer, node.func.id)
+
+
+def _replace_instance(path: NodePath, replacement: ast.expr, class_name: str) -> Edit:
+    """Replace an instantiation, and drop the class when nothing else uses it: the candidate is
+    then smaller at once (the replacement alone is often longer than `Net()`)."""
+    replace = _replace_with(path, replacement)
+
+    def edit(tree: ast.AST) -> bool:
+        if not replace(tree):
+            return False
+        if not any(isinstance(n, ast.Name) and n.id == class_name for n in ast.walk(tree)):
+            tree.body = [n for n in tree.body if not (isinstance(n, ast.ClassDef) and n.name == class_name)]
+        return True
+    return edit
+
+
+def _layers_built(cls: ast.ClassDef, call: ast.Call) -> list[ast.expr]:
+    """The calls in `self.x = call(...)` in `__init__` that do not use `self`, with the `__init__`
+    parameters replaced by what `call` passes (or their defaults)."""
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:
+        return []
+    binding = _bind_arguments(init.args, call, skip_self=True)
+    if binding is None:
+        return []
+    layers = []
+    for statement in init.body:
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.value, ast.Call)
+                and isinstance(statement.targets[0], ast.Attribute) and isinstance(statement.targets[0].value, ast.Name)
+                and not any(isinstance(n, ast.Name) and n.id == init.args.args[0].arg for n in ast.walk(statement.value))):
+            layers.append(_substitute(statement.value, binding))
+    return layers
+
+
+def _bind_arguments(args: ast.arguments, call: ast.Call, skip_self: bool = False) -> dict[str, ast.expr] | None:
+    """Parameter name -> the expression the call gives it (or its default); None when the call
+    does not fit simply (starred arguments, *args/**kwargs, a missing or unknown argument)."""
+    positional = (args.posonlyargs + args.args)[1 if skip_self else 0:]
+    if (args.vararg or args.kwarg or args.kwonlyargs or any(isinstance(a, ast.Starred) for a in call.args)
+            or len(call.args) > len(positional) or (skip_self and not (args.posonlyargs + args.args))):
+        return None
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(args.defaults):], args.defaults))
+    binding = {p.arg: value for p, value in zip(positional, call.args)}
+    for keyword in call.keywords:
+        if keyword.arg is None or keyword.arg in binding or keyword.arg not in {p.arg for p in positional}:
+            return None
+        binding[keyword.arg] = keyword.value
+    for p in positional:
+        if p.arg not in binding:
+            if p.arg not in defaults:
+                return None
+            binding[p.arg] = defaults[p.arg]
+    return binding
+
+
+def _substitute(expression: ast.expr, binding: dict[str, ast.expr]) -> ast.expr:
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return copy.deepcopy(binding[node.id]) if isinstance(node.ctx, ast.Load) and node.id in binding else node
+    return Substitute().visit(copy.deepcopy(expression))
 
 
 def parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -427,7 +556,8 @@ def _calls(node: ast.AST, name: str) -> bool:
 
 
 def inline_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Inline a variable assigned once and read once (`y = f(x); g(y)` -> `g(f(x))`)."""
+    """Inline a variable assigned once and read once (`y = f(x); g(y)` -> `g(f(x))`), and a
+    module-level function called once (its body moved to the call, see `_inline_call`)."""
     stores: dict[str, int] = {}
     loads: dict[str, int] = {}
     for node in ast.walk(tree):
@@ -440,6 +570,68 @@ def inline_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     for name, count in stores.items():
         if count == 1 and loads.get(name) == 1:
             yield "inline", _inline_variable(name)
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.FunctionDef) and loads.get(node.name) == 1 and stores.get(node.name) == 2:
+            yield "inline", _inline_call(node.name)
+
+
+def _inline_call(name: str) -> Edit:
+    """`def f(a): s1; return e` called once as `... f(x) ...` in some statement S: before S put
+    `a = x; s1`, replace the call by `e` (a bare `f(x)` statement just becomes the body) and
+    delete the def. Only for plain functions: no decorators, *args or yield, `return` only last."""
+    def edit(tree: ast.AST) -> bool:
+        function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+        if function is None or function.decorator_list or not _straight_line(function):
+            return False
+        site = next(((path, node) for path, node in walk_paths(tree)
+                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name), None)
+        if site is None:
+            return False
+        call_path, call = site
+        statement_at = _enclosing_statement(tree, call_path)
+        binding = _bind_arguments(function.args, call)
+        if statement_at is None or binding is None or function in [resolve(tree, call_path[:i]) for i in range(len(call_path))]:
+            return False
+        block, index = statement_at
+        body = list(function.body)
+        value = body.pop().value if body and isinstance(body[-1], ast.Return) else None
+        prologue = [ast.Assign(targets=[ast.Name(id=param, ctx=ast.Store())], value=argument)
+                    for param, argument in binding.items()
+                    if not (isinstance(argument, ast.Name) and argument.id == param)]
+        statement = block[index]
+        if isinstance(statement, ast.Expr) and statement.value is call:
+            replacement = [ast.Expr(value=value)] if value is not None else []
+        else:
+            _set(resolve(tree, call_path[:-1]), call_path[-1], value if value is not None else ast.Constant(None))
+            replacement = [statement]
+        block[index:index + 1] = prologue + body + replacement or [ast.Pass()]
+        tree.body.remove(function)
+        return True
+    return edit
+
+
+def _straight_line(function: ast.FunctionDef) -> bool:
+    args = function.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        return False
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    bad = (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef,
+           ast.ClassDef, ast.Lambda)
+    nested = any(isinstance(n, bad) for statement in function.body for n in ast.walk(statement))
+    return not nested and all(r is function.body[-1] for r in returns)
+
+
+def _enclosing_statement(tree: ast.AST, path: NodePath) -> tuple[list, int] | None:
+    """The innermost statement around `path` that sits in a block, as (block, index); None when
+    the call is inside a lambda or comprehension (its own scope, evaluated later or repeatedly)."""
+    for depth in range(len(path), 0, -1):
+        node = resolve(tree, path[:depth])
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return None
+        field_name, index = path[depth - 1]
+        if isinstance(node, ast.stmt) and index is not None and field_name in ("body", "orelse", "finalbody"):
+            return getattr(resolve(tree, path[:depth - 1]), field_name), index
+    return None
 
 
 def _inline_variable(name: str) -> Edit:
@@ -543,8 +735,7 @@ class Reducer:
         self.parallelism = max(1, parallelism)
         self.batch = batch or self.parallelism
         self.cache: dict[str, bool] = {}
-        self.allowed_unbound: frozenset[str] | None = None  # the original's own unbound reads
-        self.allowed_dangling: frozenset[str] = frozenset()  # and its own reads of unset self attributes
+        self.allowed_errors: frozenset[str] | None = None  # the original's own sure errors (see sure_errors)
         self.stats = ReduceStats()
         self.deadline = 0.0
         self.history: list[str] = []  # accepted candidates, oldest first
@@ -560,8 +751,7 @@ class Reducer:
             return self._finish(source, started, f"the input does not parse: {exc.msg} (line {exc.lineno})")
         if not self._test(source):
             return self._finish(source, started, "the original is not interesting: nothing to preserve")
-        self.allowed_unbound = unbound_names(tree)
-        self.allowed_dangling = dangling_attributes(tree)
+        self.allowed_errors = sure_errors(tree)
         best = source
         with ThreadPoolExecutor(self.parallelism) if self.parallelism > 1 else _Inline() as pool:
             self.pool = pool
@@ -603,8 +793,8 @@ class Reducer:
                     continue
                 if size_key(candidate) >= size_key(best):
                     continue
-                if not self._binds_its_names(candidate_tree):
-                    self.stats.unbound_skipped += 1
+                if self._sure_to_fail(candidate_tree):
+                    self.stats.sure_failures_skipped += 1
                     continue
                 self.stats.candidates += 1
                 pending.append((pass_name, candidate, candidate_tree, position))
@@ -624,14 +814,14 @@ class Reducer:
                     changed = restart = True
         return tree, best, changed
 
-    def _binds_its_names(self, tree: ast.AST) -> bool:
-        """False for a candidate that reads a name or `self` attribute the original did not
-        already read unbound: a sure NameError or AttributeError, not worth a run."""
-        if self.allowed_unbound is None:
-            return True
-        unbound = unbound_names(tree)
-        return (unbound is None or unbound <= self.allowed_unbound) and \
-            dangling_attributes(tree) <= self.allowed_dangling
+    def _sure_to_fail(self, tree: ast.AST) -> bool:
+        """A candidate that reads a name or `self` attribute nothing sets, or calls one of the
+        module's functions with arguments it cannot take, where the original did not: a sure
+        NameError, AttributeError or TypeError, not worth a run."""
+        if self.allowed_errors is None:
+            return False
+        errors = sure_errors(tree)
+        return errors is not None and not errors <= self.allowed_errors
 
     def _accept(self, winner: tuple[str, str, ast.AST, int]) -> tuple[ast.AST, str]:
         pass_name, candidate = winner[:2]

@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import itertools
 import random
 import time
+import warnings
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners.reduce import count_tokens, dangling_attributes, reduce_source, unbound_names
+from runners.reduce import bad_calls, count_tokens, dangling_attributes, reduce_source, unbound_names
 
 PROGRAM = '''
 import math, os
@@ -57,7 +60,7 @@ def test_a_candidate_reading_a_name_nothing_binds_is_never_run():
     tried = []
     result = reduce_source(source, lambda s: tried.append(s) or "print(" in s)
     assert not any(unbound_names(ast.parse(candidate)) for candidate in tried)  # e.g. `make` deleted, still called
-    assert result.stats.unbound_skipped > 0
+    assert result.stats.sure_failures_skipped > 0
     assert "print(" in result.source
 
 
@@ -81,6 +84,47 @@ def test_dangling_attributes_are_reads_a_class_never_stores_or_defines():
               "    def helper(self, x):\n        return x\n")
     assert dangling_attributes(ast.parse(source)) == {"M.b"}  # maybe from Base: allowed when the original reads it too
     assert dangling_attributes(ast.parse(source.replace("self.a = 1", "setattr(self, 'b', 1)"))) == set()
+
+
+def prints(expected: str):
+    """A semantic predicate: the program runs and prints exactly `expected`."""
+    def predicate(source: str) -> bool:
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # candidates such as `100(21)` warn when compiled
+                exec(compile(source, "<candidate>", "exec"), {"__name__": "__main__"})
+        except Exception:
+            return False
+        return out.getvalue() == expected
+    return predicate
+
+
+def test_a_function_called_once_is_inlined_into_its_caller():
+    source = "def scale(x, factor=2):\n    y = x * factor\n    return y + 1\n\n\nprint('result', scale(20))\n"
+    result = reduce_source(source, prints("result 41\n"))
+    assert "def " not in result.source and prints("result 41\n")(result.source)
+    assert result.stats.passes.get("inline")
+
+
+def test_a_wrapper_layer_is_replaced_by_the_layer_it_builds():
+    source = ("class Doubler:\n    def __init__(self, k):\n        self.k = k\n\n    def __call__(self, x):\n"
+              "        return x * self.k\n\n\nclass Net:\n    def __init__(self, k=2):\n        self.layer = Doubler(k)\n"
+              "        self.bias = 100\n\n    def __call__(self, x):\n        return self.layer(x) + 0\n\n\nprint(Net()(21))\n")
+    result = reduce_source(source, prints("42\n"))
+    assert "class Net" not in result.source and "Doubler(2)" in result.source, result.source
+
+
+def test_calls_that_do_not_fit_their_definition_are_sure_failures():
+    source = ("def f(a, b=1, *, c):\n    return a\n\nclass Net:\n    def __init__(self, width):\n        pass\n\n"
+              "f(1, c=2)\nf(1, 2, c=3)\nNet(4)\n")
+    assert bad_calls(ast.parse(source)) == set()
+    for call, name in (("f(1)", "f"), ("f(1, 2, 3, c=4)", "f"), ("f(1, c=2, d=3)", "f"), ("Net()", "Net"), ("Net(1, 2)", "Net")):
+        assert bad_calls(ast.parse(source + call + "\n")) == {name}, call
+    assert bad_calls(ast.parse(source + "f(*args)\nNet(**kw)\n")) == set()  # cannot tell
+    tried = []
+    reduce_source(source, lambda s: tried.append(s) or "f(" in s)
+    assert not any(bad_calls(ast.parse(candidate)) for candidate in tried)
 
 
 def test_unbound_names_follow_python_scopes():
