@@ -14,7 +14,7 @@ from typing import Iterator
 from . import __version__
 from .classify import Classifier
 from .evaluate import evaluate
-from .extract import request_from_text
+from .extract import MAX_MARKDOWN_CHARS, request_from_text
 from .logtext import decode
 from .graph_breaks import load_registry
 from .records import Classification
@@ -58,15 +58,12 @@ def classification_json(result: Classification, ruleset: Ruleset) -> dict:
     return data
 
 
-MAX_ISSUE_BYTES = 2 << 20  # larger inputs are logs: no markdown to extract from
-
-
 def cmd_classify(args: argparse.Namespace) -> int:
     classifier = build_classifier(args.rules)
     with open_input(args.file) as data:
         result = classifier.classify(data)
-        request = request_from_text(decode(data[:MAX_ISSUE_BYTES]), source="local_file", reference=args.file) \
-            if len(data) <= MAX_ISSUE_BYTES else None
+        request = request_from_text(decode(data[:MAX_MARKDOWN_CHARS]), source="local_file", reference=args.file) \
+            if len(data) <= MAX_MARKDOWN_CHARS else None
     if args.json:
         payload = classification_json(result, classifier.ruleset)
         if request:

@@ -103,6 +103,11 @@ def reporter_environment(text: str) -> ReporterEnvironment:
     return ReporterEnvironment(gpu_models=gpus, device_hints=hints, **found)
 
 
+# Larger inputs are logs, not issue markdown (GitHub caps an issue body at 65,536 characters):
+# code blocks and versions are only looked for in this much of them.
+MAX_MARKDOWN_CHARS = 2 << 20
+
+
 def request_from_text(text: str, source: str, reference: str | None = None,
                       failing_tests: tuple[str, ...] = ()) -> TriageRequest:
     """A TriageRequest from an issue body or a (small) log excerpt."""

@@ -40,6 +40,11 @@ MAX_ARTIFACT_BYTES = 256 << 20
 MAX_PAGES = 50
 
 
+
+def is_marked_bot_comment(item: dict, marker: str) -> bool:
+    """Ours: it carries the marker and a bot account wrote it (a pasted marker does not make it ours)."""
+    return marker in (item.get("body") or "") and (item.get("user") or {}).get("type") == "Bot"
+
 class GitHubError(Exception):
     """A request GitHub refused or could not serve, after retries."""
 
@@ -397,27 +402,33 @@ class GitHub:
         A person who pastes the marker into their own comment does not make it ours.
         """
         for item in self.paginate(f"/repos/{parse_repo(repo)}/issues/{int(number)}/comments"):
-            user = item.get("user") or {}
-            if marker in (item.get("body") or "") and user.get("type") == "Bot":
+            if is_marked_bot_comment(item, marker):
                 return Comment(item["id"], item["html_url"], item.get("body") or "")
         return None
+
+    def edit_comment(self, url: str, body: str) -> Comment:
+        data = self.json("PATCH", url, json={"body": body})
+        return Comment(data["id"], data["html_url"], body)
+
+    def edit_known_comment(self, url: str, body: str) -> Comment | None:
+        """Edit a comment whose id the store remembers; None when someone deleted it meanwhile."""
+        try:
+            return self.edit_comment(url, body)
+        except NotFound:
+            return None
 
     def upsert_comment(self, repo: str, number: int, body: str, marker: str, known_id: int | None = None) -> Comment:
         """Edit the one marked comment, or post it when there is none: never a second one."""
         path = f"/repos/{parse_repo(repo)}/issues"
         if known_id:
-            try:
-                data = self.json("PATCH", f"{path}/comments/{int(known_id)}", json={"body": body})
-                return Comment(data["id"], data["html_url"], body)
-            except NotFound:
-                log.info("comment %s on %s#%s was deleted; posting a new one", known_id, repo, number)
+            edited = self.edit_known_comment(f"{path}/comments/{int(known_id)}", body)
+            if edited:
+                return edited
+            log.info("comment %s on %s#%s was deleted; posting a new one", known_id, repo, number)
         for attempt in range(self.policy.max_attempts):
             existing = self.find_marked_comment(repo, number, marker)
             if existing:
-                if existing.body == body:
-                    return existing
-                data = self.json("PATCH", f"{path}/comments/{existing.id}", json={"body": body})
-                return Comment(data["id"], data["html_url"], body)
+                return existing if existing.body == body else self.edit_comment(f"{path}/comments/{existing.id}", body)
             try:
                 data = self.json("POST", f"{path}/{int(number)}/comments", json={"body": body},
                                  retry_server_errors=False)
@@ -461,16 +472,12 @@ class GitHub:
 
     def upsert_commit_comment(self, repo: str, sha: str, body: str, marker: str, known_id: int | None = None) -> Comment:
         base = f"/repos/{parse_repo(repo)}"
-        if known_id:
-            try:
-                data = self.json("PATCH", f"{base}/comments/{int(known_id)}", json={"body": body})
-                return Comment(data["id"], data["html_url"], body)
-            except NotFound:
-                pass
+        edited = self.edit_known_comment(f"{base}/comments/{int(known_id)}", body) if known_id else None
+        if edited:
+            return edited
         for item in self.paginate(f"{base}/commits/{quote(sha)}/comments"):
-            if marker in (item.get("body") or "") and (item.get("user") or {}).get("type") == "Bot":
-                data = self.json("PATCH", f"{base}/comments/{item['id']}", json={"body": body})
-                return Comment(data["id"], data["html_url"], body)
+            if is_marked_bot_comment(item, marker):
+                return self.edit_comment(f"{base}/comments/{item['id']}", body)
         data = self.json("POST", f"{base}/commits/{quote(sha)}/comments", json={"body": body})
         return Comment(data["id"], data["html_url"], body)
 

@@ -16,7 +16,7 @@ from runners.sandbox import RunSpec
 
 from .classify import Classifier
 from .comment import load_command_help, render_comment
-from .extract import request_from_text
+from .extract import MAX_MARKDOWN_CHARS, request_from_text
 from .minimize import Minimizer, NotReproducible
 from .records import Classification, TriageRequest
 from .regress import add_method_to_file, generate, load_plans, required_imports, unified_patch, verification_verdict
@@ -26,8 +26,7 @@ from .test_files import FailureTouches, frames_of, load_refinements, read_checko
 
 log = logging.getLogger(__name__)
 
-STAGES = ("extract", "classify", "reproduce", "minimize", "suggest", "regress", "write")
-MAX_EXTRACT_CHARS = 1 << 20
+STAGES = ("extract", "classify", "reproduce", "minimize", "suggest", "regress", "write")  # in report.stage_seconds
 Progress = Callable[[str, str, float], None]  # (stage, what happened, seconds)
 
 
@@ -76,9 +75,8 @@ class Triage:
 
     def triage(self, input_path: Path) -> TriageReport:
         issue_text, script = read_input(input_path)
-        # GitHub caps an issue body at 65,536 characters; beyond 1 MB the input is a log, so only its
-        # head is searched for code blocks and versions (the classifier still scans all of it).
-        request = request_from_text(issue_text[:MAX_EXTRACT_CHARS], source="local_file", reference=str(input_path))
+        # a log-sized input: only its head is searched for code blocks (the classifier scans all of it)
+        request = request_from_text(issue_text[:MAX_MARKDOWN_CHARS], source="local_file", reference=str(input_path))
         from_text = self.classifier.classify_text(issue_text)
         run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text)
         if run.script is not None and hasattr(self.runner, "prewarm"):
