@@ -3,9 +3,11 @@
 "The same way" is `bot.minimize.same_failure`, the policy `pt2-triage minimize` uses: the run
 in the sandbox (runners/sandbox.py, a fresh interpreter: cold) classifies to the original's
 category and normalized signature, and it is not a user-level slip (NameError, ImportError, ...).
+With --compiler-off (what --describe reports for `eager_clean` categories such as accuracy) the
+candidate must also run clean with Dynamo disabled, as `Minimizer` checks its own candidates.
 
-    interesting.py --category C --signature S [FILE]   # FILE, or the candidate on stdin
-    interesting.py --describe FILE                     # print the failure of FILE as JSON
+    interesting.py --category C --signature S [--compiler-off] [FILE]   # FILE, or the candidate on stdin
+    interesting.py --describe FILE                                      # print the failure of FILE as JSON
 
 The candidate comes as a path (shrinkray >= 25 with --input-type arg) or on stdin (shrinkray
 0.0.x, which only pipes). Each call appends one line to $PT2_BENCH_RUN_LOG when it is set, so the
@@ -24,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.cli import build_classifier  # noqa: E402
-from bot.minimize import same_failure  # noqa: E402
+from bot.minimize import same_failure, with_compiler_off  # noqa: E402
 from bot.records import Classification  # noqa: E402
 from bot.reproduce import ALWAYS_ENV, output_text  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
@@ -43,14 +45,22 @@ def classify_cold(script: str, timeout_s: float = DEFAULT_TIMEOUT_S,
 
 
 def is_same_failure(script: str, category: str, signature: str, timeout_s: float = DEFAULT_TIMEOUT_S,
-                    cache_dir: str | None = None) -> bool:
+                    cache_dir: str | None = None, compiler_off: bool = False) -> bool:
     try:
         compile(script, "<candidate>", "exec")
     except (SyntaxError, ValueError):
         return False  # text reducers make unparsable candidates; no need to start Python for them
-    classification, status = classify_cold(script, timeout_s, cache_dir)
     target = Classification(category=category, confidence=1.0, signature=signature, evidence=())
-    return same_failure(target, classification, status)
+    if not same_failure(target, *classify_cold(script, timeout_s, cache_dir)):
+        return False
+    return not (compiler_off and same_failure(target, *classify_cold(with_compiler_off(script), timeout_s, cache_dir)))
+
+
+def needs_compiler_off(script: str, category: str, signature: str, timeout_s: float) -> bool:
+    """As `Minimizer.needs_compiler_off_check`: the category asks for it and the original passes it."""
+    rule = build_classifier(None).ruleset.categories.get(category)
+    return bool(rule and rule.eager_clean) and not is_same_failure(with_compiler_off(script), category, signature,
+                                                                  timeout_s)
 
 
 def log_run(verdict: bool, started: float, script: str) -> None:
@@ -66,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", nargs="?", help="the candidate script (default: stdin)")
     parser.add_argument("--category", help="the original failure's category")
     parser.add_argument("--signature", help="the original failure's normalized signature")
+    parser.add_argument("--compiler-off", action="store_true",
+                        help="also require the candidate to run clean with Dynamo disabled")
     parser.add_argument("--describe", action="store_true", help="print FILE's category and signature as JSON")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds for the candidate's run")
     args = parser.parse_args(argv)
@@ -73,13 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     script = data.decode("utf-8", errors="replace")
     if args.describe:
         classification, status = classify_cold(script, args.timeout)
+        compiler_off = needs_compiler_off(script, classification.category, classification.signature, args.timeout)
         print(json.dumps({"category": classification.category, "signature": classification.signature,
-                          "status": status}))
+                          "status": status, "compiler_off": compiler_off}))
         return 0
     if not (args.category and args.signature):
         parser.error("--category and --signature are required (or --describe)")
     started = time.monotonic()
-    verdict = is_same_failure(script, args.category, args.signature, args.timeout, os.environ.get(CACHE_DIR_VAR))
+    verdict = is_same_failure(script, args.category, args.signature, args.timeout, os.environ.get(CACHE_DIR_VAR),
+                              args.compiler_off)
     log_run(verdict, started, script)
     return 0 if verdict else 1
 

@@ -72,6 +72,7 @@ class Case:
     source: str
     category: str  # what the original classifies as here (checked against the file's header)
     signature: str
+    compiler_off: bool = False  # candidates must also run clean with Dynamo disabled (eager_clean categories)
 
 
 @dataclass
@@ -106,7 +107,7 @@ def measure(reducer: str, source: str, runs: int, wall_s: float, budget_hit: boo
 
 def interesting_argv(case: Case, timeout_s: float) -> list[str]:
     return [sys.executable, str(INTERESTING), "--category", case.category, "--signature", case.signature,
-            "--timeout", str(timeout_s)]
+            "--timeout", str(timeout_s)] + (["--compiler-off"] if case.compiler_off else [])
 
 
 def interesting_env(run_log: Path, cache_dir: str) -> dict[str, str]:
@@ -138,7 +139,7 @@ def load_case(path: Path, timeout_s: float) -> Case:
     header = next((line.split(":", 1)[1].strip() for line in source.splitlines() if line.startswith("# category:")), None)
     if failure["category"] != header:
         raise SystemExit(f"{path.name}: fails as {failure['category']} ({failure['signature']}), header says {header}")
-    return Case(path.stem, source, failure["category"], failure["signature"])
+    return Case(path.stem, source, failure["category"], failure["signature"], failure["compiler_off"])
 
 
 # --- stopping a peer's whole process tree ----------------------------------------------------------

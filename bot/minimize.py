@@ -4,6 +4,10 @@
 (bot/signature.py drops sizes, paths and line numbers, so shrinking a tensor keeps it). Slipping
 into another bug is never interesting: a NameError after a definition was deleted changes the
 signature, and user-level errors such as NameError or ImportError are refused outright.
+For categories whose failure text does not prove the compiler's part (`eager_clean` in
+categories.yaml: an `assert_close` message, a segfault) a candidate must also run clean with the
+compiler off, or `torch.testing.assert_close(torch.randn(1), torch.ones(1))` would pass for a
+minimized accuracy bug.
 The search itself is runners/reduce.py; every candidate runs in the sandbox (warm workers).
 """
 from __future__ import annotations
@@ -33,6 +37,28 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
                             "IndentationError", "TabError"})
 
 
+COMPILER_OFF = "import torch._dynamo\ntorch._dynamo.config.disable = True\n"
+
+
+def with_compiler_off(script: str) -> str:
+    """`script` with Dynamo disabled before its own code runs (torch.compile then returns the
+    function unchanged), placed after a docstring and `from __future__` imports, which must come first."""
+    try:
+        body = ast.parse(script).body
+    except SyntaxError:
+        return COMPILER_OFF + script
+    first = 0
+    for index, node in enumerate(body):
+        is_docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if is_docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            first = index + 1
+    if first == 0:
+        return COMPILER_OFF + script
+    lines = script.splitlines(keepends=True)
+    cut = body[first - 1].end_lineno
+    return "".join(lines[:cut]) + ("" if lines[cut - 1].endswith("\n") else "\n") + COMPILER_OFF + "".join(lines[cut:])
+
+
 class NotReproducible(Exception):
     """The original script does not fail with a PT2 error here, so there is nothing to preserve."""
 
@@ -43,10 +69,12 @@ class MinimizeResult:
     original: Classification
     final: Classification
     stats: ReduceStats
+    checked_compiler_off: bool = False  # every accepted candidate also ran clean with the compiler off
 
     def to_dict(self) -> dict:
         return {"source": self.source, "original": self.original.to_dict(), "final": self.final.to_dict(),
-                "signature_preserved": self.final.signature == self.original.signature, "stats": self.stats.to_dict()}
+                "signature_preserved": self.final.signature == self.original.signature,
+                "checked_compiler_off": self.checked_compiler_off, "stats": self.stats.to_dict()}
 
 
 def same_failure(target: Classification, candidate: Classification, run_status: str) -> bool:
@@ -92,6 +120,29 @@ class Minimizer:
         result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.timeout_s, cache_dir=self.cache_dir))
         return self.classifier.classify_text(output_text(result), context=script), result
 
+    def fails_same(self, target: Classification, script: str) -> bool:
+        classification, run = self.classify_run(script)
+        return same_failure(target, classification, run.status)
+
+    def is_interesting(self, original: Classification, candidate: str, check_compiler_off: bool) -> bool:
+        """The reducer's predicate: `candidate` fails as `original` did, and (when checked) only
+        with the compiler on. The second run happens only for candidates that pass the first."""
+        if not self.fails_same(original, candidate):
+            return False
+        return not (check_compiler_off and self.fails_same(original, with_compiler_off(candidate)))
+
+    def needs_compiler_off_check(self, original: Classification, script: str) -> bool:
+        """Whether candidates must also run clean with the compiler off: the category asks for it,
+        and the original passes that check (when it fails the same way without the compiler too,
+        the check cannot tell candidates apart, and the failure is likely not the compiler's)."""
+        category = self.classifier.ruleset.categories.get(original.category)
+        if category is None or not category.eager_clean:
+            return False
+        if self.fails_same(original, with_compiler_off(script)):
+            log.warning("the script fails the same way with the compiler off; not checking candidates that way")
+            return False
+        return True
+
     def minimize(self, script: str) -> MinimizeResult:
         self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         try:
@@ -99,10 +150,10 @@ class Minimizer:
             if not reproduces(original, result.status):
                 raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
             log.info("minimizing a %s failure: %s", original.category, original.signature)
+            check_compiler_off = self.needs_compiler_off_check(original, script)
 
             def interesting(candidate: str) -> bool:
-                classification, run = self.classify_run(candidate)
-                return same_failure(original, classification, run.status)
+                return self.is_interesting(original, candidate, check_compiler_off)
 
             replacements = TENSOR_REPLACEMENTS if "torch" in script else ()
             reduced = Reducer(interesting, budget_s=self.budget_s, parallelism=self.parallelism,
@@ -113,6 +164,6 @@ class Minimizer:
             final, _ = self.classify_run(source)
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())
-            return MinimizeResult(source, original, final, reduced.stats)
+            return MinimizeResult(source, original, final, reduced.stats, check_compiler_off)
         finally:
             shutil.rmtree(self.cache_dir, ignore_errors=True)

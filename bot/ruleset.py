@@ -57,6 +57,7 @@ class Category:
     labels: tuple[str, ...]
     artifacts: tuple[str, ...] = ()
     minifier_level: int | None = None
+    eager_clean: bool = False  # the repro runs clean with the compiler off; minimizing must keep that
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,11 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _bool(value: Any, where: str) -> bool:
+    _require(isinstance(value, bool), where, "must be true or false")
+    return value
+
+
 def parse_category(cat_id: str, raw: Any, where: str) -> Category:
     where = f"{where}: category {cat_id!r}"
     _require(cat_id in CATEGORY_IDS, where, f"unknown category id (known: {', '.join(CATEGORY_IDS)})")
@@ -119,6 +125,7 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         labels=_str_list(raw["labels"], f"{where}.labels"),
         artifacts=artifacts,
         minifier_level=minifier_level,
+        eager_clean=_bool(raw.get("eager_clean", False), f"{where}.eager_clean"),
     )
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.minimize import Minimizer, NotReproducible, same_failure, tidy
+from bot.minimize import COMPILER_OFF, Minimizer, NotReproducible, same_failure, tidy, with_compiler_off
 from bot.records import Classification
 from runners.pool import WarmPool
 from runners.sandbox import run
@@ -37,6 +37,51 @@ def test_user_level_slippage_is_never_interesting():
 def test_tidy_lays_out_top_level_definitions():
     assert tidy("import torch\ndef f(x):\n    return x\nx = 1\ny = f(x)\n") == \
         "import torch\n\n\ndef f(x):\n    return x\n\n\nx = 1\ny = f(x)\n"
+
+
+def test_the_compiler_goes_off_before_the_scripts_own_code():
+    assert with_compiler_off("import torch\nx = 1\n") == COMPILER_OFF + "import torch\nx = 1\n"
+    script = '"""Repro."""\nfrom __future__ import annotations\nimport torch\n'
+    assert with_compiler_off(script) == '"""Repro."""\nfrom __future__ import annotations\n' + COMPILER_OFF + "import torch\n"
+    assert with_compiler_off("from __future__ import annotations") == "from __future__ import annotations\n" + COMPILER_OFF
+    ast.parse(with_compiler_off(script))
+
+
+ACCURACY = """\
+import torch
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+
+
+def f(x):
+    return torch.relu(x) + 1
+
+
+x = torch.randn(8)
+torch.testing.assert_close(torch.compile(f)(x), f(x))
+"""
+
+
+@pytest.mark.slow
+def test_an_accuracy_repro_must_keep_failing_only_with_the_compiler_on(classifier, pool):
+    """`assert_close` fails with the same message whether or not torch.compile ran: a shrink that
+    drops the compiled call would still "fail the same way" by its text, and is refused."""
+    minimizer = Minimizer(classifier, pool.run)
+    original, _ = minimizer.classify_run(ACCURACY)
+    assert original.category == "accuracy"
+    assert minimizer.needs_compiler_off_check(original, ACCURACY)
+    eager_only = ACCURACY.replace("torch.compile(f)(x)", "torch.zeros(8)")
+    assert minimizer.fails_same(original, eager_only)
+    assert not minimizer.is_interesting(original, eager_only, check_compiler_off=True)
+    assert minimizer.is_interesting(original, ACCURACY.replace("torch.randn(8)", "torch.ones(1)"), check_compiler_off=True)
+
+
+@pytest.mark.slow
+def test_a_failure_that_eager_shares_is_not_checked_with_the_compiler_off(classifier, pool):
+    script = ACCURACY.replace("torch.compile(f)(x)", "f(x) + 1")
+    minimizer = Minimizer(classifier, pool.run)
+    original, _ = minimizer.classify_run(script)
+    assert original.category == "accuracy"  # by its text and the script's mention of Inductor
+    assert not minimizer.needs_compiler_off_check(original, script)
 
 
 @pytest.fixture(scope="module")
