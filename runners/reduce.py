@@ -396,7 +396,8 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
     """Replace an expression by one of its direct subexpressions, or a call by a caller-given
     simple expression (the caller knows its domain: e.g. a small tensor for any tensor-making call).
     A bare imported module is never offered as the simpler value (`torch.randn(2)` -> `torch` may
-    still fail the same way, but nobody can read that repro)."""
+    still fail the same way, but nobody can read that repro), nor is a call's callee
+    (`f(torch.randn(2))` -> `f(torch.randn)` passes a function where a value was)."""
     modules = imported_names(tree)
     for path, node in walk_paths(tree):
         if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
@@ -405,6 +406,8 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
             continue
         for child_name, child_index in _child_expressions(node):
             child = getattr(node, child_name) if child_index is None else getattr(node, child_name)[child_index]
+            if isinstance(node, ast.Call) and child_name == "func":
+                continue
             if isinstance(child, ast.Name) and child.id in modules:
                 continue
             yield "expressions", _replace_with_child(path, child_name, child_index)

@@ -55,6 +55,14 @@ def test_shrinks_tensor_shapes_and_loop_counts():
     assert result.source == "import torch\nx = torch.randn(1, 1, 1, 1)\n"  # the import stays: torch is read
 
 
+def test_a_call_is_never_replaced_by_its_callee():
+    """`show(torch.randn(2))` -> `show(torch.randn)` still satisfies a predicate that accepts a
+    callable, but passes a function where the repro had a value: nobody could read that repro."""
+    source = "import torch\n\ndef show(v):\n    print(callable(v) or hasattr(v, 'shape'))\n\n\nshow(torch.randn(2))\n"
+    result = reduce_source(source, prints("True\n"))
+    assert "torch.randn)" not in result.source and "randn(" in result.source, result.source
+
+
 def test_a_candidate_reading_a_name_nothing_binds_is_never_run():
     source = "import torch\n\ndef make(n):\n    return torch.randn(n)\n\nclass Unused:\n    pass\nx = make(8)\nprint(x)\n"
     tried = []
