@@ -1,10 +1,10 @@
 """Interestingness test for the peer reducers: exit 0 iff a candidate fails the same way.
 
-"The same way" is `bot.minimize.same_failure`, the policy `pt2-triage minimize` uses: the run
-in the sandbox (runners/sandbox.py, a fresh interpreter: cold) classifies to the original's
-category and normalized signature, and it is not a user-level slip (NameError, ImportError, ...).
-With --compiler-off (what --describe reports for `eager_clean` categories such as accuracy) the
-candidate must also run clean with Dynamo disabled, as `Minimizer` checks its own candidates.
+"The same way" is `Minimizer.is_interesting`, the predicate `pt2-triage minimize` uses, with each
+run in a fresh sandboxed interpreter (cold): the run classifies to the original's category and
+normalized signature, and it is not a user-level slip (NameError, ImportError, ...). With
+--compiler-off (what --describe reports for `eager_clean` categories such as accuracy) the
+candidate must also run clean with Dynamo disabled.
 
     interesting.py --category C --signature S [--compiler-off] [FILE]   # FILE, or the candidate on stdin
     interesting.py --describe FILE                                      # print the failure of FILE as JSON
@@ -26,22 +26,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.cli import build_classifier  # noqa: E402
-from bot.minimize import same_failure, with_compiler_off  # noqa: E402
+from bot.minimize import Minimizer  # noqa: E402
 from bot.records import Classification  # noqa: E402
-from bot.reproduce import ALWAYS_ENV, output_text  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
-from runners.sandbox import RunSpec, run  # noqa: E402
+from runners.sandbox import run  # noqa: E402
 
 RUN_LOG_VAR = "PT2_BENCH_RUN_LOG"
 CACHE_DIR_VAR = "PT2_BENCH_CACHE_DIR"
 DEFAULT_TIMEOUT_S = 60.0
 
 
-def classify_cold(script: str, timeout_s: float = DEFAULT_TIMEOUT_S,
-                  cache_dir: str | None = None) -> tuple[Classification, str]:
-    """Run `script` in a fresh sandboxed interpreter; its classification and the run's status."""
-    result = run(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=timeout_s, cache_dir=cache_dir))
-    return build_classifier(None).classify_text(output_text(result), context=script), result.status
+def cold_minimizer(timeout_s: float = DEFAULT_TIMEOUT_S, cache_dir: str | None = None) -> Minimizer:
+    """Our own predicate (`Minimizer.is_interesting`), with every run in a fresh sandboxed interpreter."""
+    minimizer = Minimizer(build_classifier(None), run, timeout_s=timeout_s)
+    minimizer.cache_dir = cache_dir  # the Inductor cache of this reduction (`minimize` makes its own)
+    return minimizer
 
 
 def is_same_failure(script: str, category: str, signature: str, timeout_s: float = DEFAULT_TIMEOUT_S,
@@ -51,16 +50,7 @@ def is_same_failure(script: str, category: str, signature: str, timeout_s: float
     except (SyntaxError, ValueError):
         return False  # text reducers make unparsable candidates; no need to start Python for them
     target = Classification(category=category, confidence=1.0, signature=signature, evidence=())
-    if not same_failure(target, *classify_cold(script, timeout_s, cache_dir)):
-        return False
-    return not (compiler_off and same_failure(target, *classify_cold(with_compiler_off(script), timeout_s, cache_dir)))
-
-
-def needs_compiler_off(script: str, category: str, signature: str, timeout_s: float) -> bool:
-    """As `Minimizer.needs_compiler_off_check`: the category asks for it and the original passes it."""
-    rule = build_classifier(None).ruleset.categories.get(category)
-    return bool(rule and rule.eager_clean) and not is_same_failure(with_compiler_off(script), category, signature,
-                                                                  timeout_s)
+    return cold_minimizer(timeout_s, cache_dir).is_interesting(target, script, compiler_off)
 
 
 def log_run(verdict: bool, started: float, script: str) -> None:
@@ -84,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.file).read_bytes() if args.file else sys.stdin.buffer.read()
     script = data.decode("utf-8", errors="replace")
     if args.describe:
-        classification, status = classify_cold(script, args.timeout)
-        compiler_off = needs_compiler_off(script, classification.category, classification.signature, args.timeout)
+        minimizer = cold_minimizer(args.timeout)
+        classification, result = minimizer.classify_run(script)
         print(json.dumps({"category": classification.category, "signature": classification.signature,
-                          "status": status, "compiler_off": compiler_off}))
+                          "status": result.status,
+                          "compiler_off": minimizer.needs_compiler_off_check(classification, script)}))
         return 0
     if not (args.category and args.signature):
         parser.error("--category and --signature are required (or --describe)")

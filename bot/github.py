@@ -40,10 +40,10 @@ MAX_ARTIFACT_BYTES = 256 << 20
 MAX_PAGES = 50
 
 
-
 def is_marked_bot_comment(item: dict, marker: str) -> bool:
     """Ours: it carries the marker and a bot account wrote it (a pasted marker does not make it ours)."""
     return marker in (item.get("body") or "") and (item.get("user") or {}).get("type") == "Bot"
+
 
 class GitHubError(Exception):
     """A request GitHub refused or could not serve, after retries."""
