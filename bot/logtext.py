@@ -10,8 +10,19 @@ import re
 
 # ESC [ ... final-byte (colours, cursor moves) and ESC ] ... BEL/ST (hyperlinks, titles).
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-# "2026-11-20T10:11:12.1234567Z " as GitHub Actions writes it, at the start of a line.
-ACTIONS_TIMESTAMP_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?")
+# What launchers and loggers put in front of each line of a traceback, so that a traceback pasted
+# from a multi-GPU job or a logging framework reads like a plain one. Any run of these, in order:
+#   2026-11-20T10:11:12.1234567Z   GitHub Actions (and other ISO) timestamps
+#   [rank0]: / [default3]:          torchrun / torch.distributed.elastic per-rank prefixes
+#   (RayWorkerWrapper pid=123)     Ray actor prefixes
+#   W0923 22:43:08.375000 1832 torch/_dynamo/exc.py:525] [5/0_2]   glog lines of TORCH_LOGS
+#   ERROR 05-01 12:00:00 [core.py:12]   vLLM's logger
+LINE_PREFIX = (r"(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z? ?"
+               r"|\[(?:rank|default)\d+\]: ?"
+               r"|\(\w+ pid=\d+(?:, ip=[\d.]+)?\) "
+               r"|[IWEFVD]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] (?:\[[^\]\n]*\] )*"
+               r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?: \[[^\]\n]+\])? )")
+LINE_PREFIX_RE = re.compile(f"^(?:{LINE_PREFIX})+")
 # Other bytes that must not reach a terminal or a comment: C0 controls except tab.
 CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -23,9 +34,9 @@ def decode(data: bytes | bytearray | memoryview) -> str:
 
 
 def clean_line(line: str) -> str:
-    """One log line as a person would read it: no timestamp prefix, colours or control bytes."""
+    """One log line as a person would read it: no timestamp or launcher prefix, colours or control bytes."""
     line = ANSI_RE.sub("", line.rstrip("\r\n"))
-    line = ACTIONS_TIMESTAMP_RE.sub("", line)
+    line = LINE_PREFIX_RE.sub("", line)
     return CONTROL_RE.sub("", line)
 
 

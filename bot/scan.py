@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 import re2
 
 from .graph_breaks import GB_ID_RE
-from .logtext import clean_line
+from .logtext import LINE_PREFIX, clean_line
 from .records import Evidence
 from .ruleset import Pattern, Ruleset
 
-_TS = r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?)?(?:\x1b\[[0-9;]*m)*"
-TRACEBACK = r"Traceback \(most recent call last\):"
+_TS = f"(?:{LINE_PREFIX}|\\x1b\\[[0-9;]*m)*"
+# CPython's header, and IPython's ("KeyError      Traceback (most recent call last)", no colon).
+TRACEBACK = r"Traceback \(most recent call last\)(?::|[ \t\r]*$)"
 CHAIN_SEPARATOR = (r"The above exception was the direct cause of the following exception:"
                    r"|During handling of the above exception, another exception occurred:")
 # A line that starts like "pkg.mod.SomethingError: message" (optionally pytest's "E   " prefix):

@@ -1,7 +1,10 @@
 """Reading the final error out of a region of text (pure).
 
-Three shapes are understood, because that is what reaches us:
-- CPython tracebacks, possibly chained ("The above exception was the direct cause ..."),
+Four shapes are understood, because that is what reaches us:
+- CPython tracebacks, possibly chained ("The above exception was the direct cause ..."), whole
+  or cut off at either end (a traceback that ends before its exception still shows its frames),
+- IPython / Jupyter tracebacks ("KeyError    Traceback (most recent call last)", `Cell In[3], line 5`,
+  `File /path.py:12, in f(x)`, `----> 5 ...` markers), as notebooks users paste them,
 - pytest's long format (`path.py:12: in func` frames and `E   Type: message` lines),
 - a bare "Type: message" line pasted into an issue without its traceback.
 """
@@ -18,6 +21,16 @@ FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?
 PYTEST_FRAME_RE = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+):(?: in (?P<func>\S+)| (?P<exc>\w+))?\s*$")
 HEAD_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?P<msg>.*))?$")
 TRACEBACK_HEADER = "Traceback (most recent call last):"
+IPYTHON_HEADER_RE = re.compile(r"^[A-Za-z_][\w.]*\s+Traceback \(most recent call last\)\s*$")
+# IPython's frame lines: 8.x `File /p/x.py:12, in f(a)` and `Cell In[3], line 5`; 7.x `/p/x.py in f(a)`
+# and `<ipython-input-3-..> in <module>`. Source lines (`   11 x = 1`, `---> 12 y()`) are skipped.
+IPYTHON_FRAME_RES = (
+    re.compile(r"^File (?P<path>.+?):(?P<line>\d+), in (?P<func>[^\s(]+)"),
+    re.compile(r"^Cell (?P<path>In ?\[[^\]]*\]), line (?P<line>\d+)"),
+    re.compile(r"^(?P<path><ipython-input-[^>]*>|\S+\.py) in (?P<func>[^\s(]+)"),
+)
+IPYTHON_SKIP_RE = re.compile(r"^(?:\s|-*>|\.\.\.|\[\.\.\. skipping|$)")
+CUT_OFF_TYPE = "<traceback cut off>"
 CHAIN_SEPARATORS = (
     "The above exception was the direct cause of the following exception:",
     "During handling of the above exception, another exception occurred:",
@@ -55,7 +68,7 @@ def _read_message(lines: Sequence[NumberedLine], start: int) -> tuple[str, int]:
     collected, size, index = [], 0, start
     while index < len(lines) and len(collected) < MAX_MESSAGE_LINES and size < MAX_MESSAGE_CHARS:
         text = lines[index][1]
-        if index > start and (text.startswith(TRACEBACK_HEADER) or text in CHAIN_SEPARATORS or MESSAGE_END_RE.match(text)):
+        if index > start and (is_traceback_header(text) or text in CHAIN_SEPARATORS or MESSAGE_END_RE.match(text)):
             break
         collected.append(text)
         size += len(text) + 1
@@ -65,10 +78,12 @@ def _read_message(lines: Sequence[NumberedLine], start: int) -> tuple[str, int]:
     return "\n".join(collected), index
 
 
-def _parse_one_traceback(lines: Sequence[NumberedLine], start: int) -> tuple[RaisedException | None, int]:
-    """Parse a CPython traceback whose header is lines[start]; returns the exception and next index."""
-    frames: list[Frame] = []
-    index = start + 1
+def is_traceback_header(text: str) -> bool:
+    return text.startswith(TRACEBACK_HEADER) or bool(IPYTHON_HEADER_RE.match(text))
+
+
+def _cpython_frames(lines: Sequence[NumberedLine], index: int, frames: list[Frame]) -> int:
+    """Collect `File "p", line N, in f` frames from lines[index]; returns the index of the line after them."""
     while index < len(lines):
         text = lines[index][1]
         frame = FRAME_RE.match(text)
@@ -77,13 +92,46 @@ def _parse_one_traceback(lines: Sequence[NumberedLine], start: int) -> tuple[Rai
         elif text and not text[0].isspace() and not text.startswith("[Previous line"):
             break
         index += 1
-    if index >= len(lines):
-        return None, index
+    return index
+
+
+def _ipython_frames(lines: Sequence[NumberedLine], index: int, frames: list[Frame]) -> int:
+    """Collect IPython's frames (and skip their source excerpts); returns the index of the first other line."""
+    while index < len(lines):
+        text = lines[index][1]
+        frame = next((m for rx in IPYTHON_FRAME_RES if (m := rx.match(text))), None)
+        if frame:
+            groups = frame.groupdict()
+            frames.append(Frame(groups["path"], int(groups.get("line") or 0), groups.get("func") or "<module>"))
+        elif not IPYTHON_SKIP_RE.match(text):
+            break
+        index += 1
+    return index
+
+
+def _parse_one_traceback(lines: Sequence[NumberedLine], start: int) -> tuple[RaisedException | None, int]:
+    """Parse a CPython or IPython traceback whose header is lines[start]; returns the exception and
+    the next index. A traceback that the text cuts off before its exception line still gives its
+    frames (as a `CUT_OFF_TYPE` exception): where it was going is evidence too."""
+    frames: list[Frame] = []
+    header = lines[start][1]
+    collect = _cpython_frames if header.startswith(TRACEBACK_HEADER) else _ipython_frames
+    index = collect(lines, start + 1, frames)
+    if index >= len(lines) or _ends_pasted_text(lines[index][1]):
+        if not frames:
+            return None, index
+        last = lines[min(index, len(lines)) - 1][0]
+        return RaisedException(CUT_OFF_TYPE, CUT_OFF_TYPE, "", last, tuple(frames)), index
     head = parse_head(lines[index][1])
     if head is None:
         return None, index + 1
     message, after = _read_message(lines, index)
     return RaisedException(head[0], lines[index][1].strip(), message, lines[index][0], tuple(frames)), after
+
+
+def _ends_pasted_text(text: str) -> bool:
+    """A code fence or a <details> end: a pasted traceback stops there, exception line or not."""
+    return text.startswith(("```", "~~~", "</details>"))
 
 
 def parse_python_chain(lines: Sequence[NumberedLine]) -> ExceptionChain | None:
@@ -92,7 +140,7 @@ def parse_python_chain(lines: Sequence[NumberedLine]) -> ExceptionChain | None:
     index, linked = 0, False
     while index < len(lines):
         text = lines[index][1]
-        if text.startswith(TRACEBACK_HEADER):
+        if is_traceback_header(text):
             exc, index = _parse_one_traceback(lines, index)
             if exc is not None:
                 chain = chain + [exc] if linked else [exc]

@@ -72,3 +72,74 @@ def test_head_parsing_rejects_prose():
 
 def test_bare_prose_with_a_colon_is_not_an_exception():
     assert parse_bare_exception(numbered("Note: I use torch.compile\nExpected: it works")) is None
+
+
+NOTEBOOK = """\
+---------------------------------------------------------------------------
+InternalTorchDynamoError                  Traceback (most recent call last)
+Cell In[7], line 4
+      2 x = torch.randn(8, 8)
+      3 opt = torch.compile(model)
+----> 4 opt(x)
+
+File /opt/conda/lib/python3.10/site-packages/torch/_dynamo/eval_frame.py:451, in _TorchDynamoContext.__call__.<locals>._fn(*args, **kwargs)
+    449 prior = set_eval_frame(callback)
+    450 try:
+--> 451     return fn(*args, **kwargs)
+
+File /opt/conda/lib/python3.10/site-packages/torch/_dynamo/variables/builder.py:1203, in VariableBuilder.wrap_tensor(self, value)
+   1201 if source in self.tx.output.input_source_to_var:
+-> 1203     raise AssertionError("unreachable")
+
+InternalTorchDynamoError: AssertionError: unreachable
+
+from user code:
+   File "/tmp/ipykernel_1/123.py", line 5, in forward
+    return self.fc(x)
+"""
+
+LEGACY_NOTEBOOK = """\
+RuntimeError                              Traceback (most recent call last)
+<ipython-input-3-5f2a> in <module>
+----> 1 torch.compile(f)(x)
+
+/usr/local/lib/python3.8/site-packages/torch/_inductor/lowering.py in wrapped(*args, **kwargs)
+    290 
+--> 291         out = decomp_fn(*args, **kwargs)
+
+RuntimeError: shape mismatch in lowering"""
+
+
+def test_ipython_traceback_from_a_notebook():
+    chain = parse_python_chain(numbered(NOTEBOOK))
+    assert chain.final.type_name == "InternalTorchDynamoError"
+    assert chain.final.line == 17
+    assert [f.path.rsplit("/", 1)[-1] for f in chain.final.frames] == ["In[7]", "eval_frame.py", "builder.py"]
+    assert chain.final.origin.endswith("torch/_dynamo/variables/builder.py")
+    assert chain.final.frames[-1].function == "VariableBuilder.wrap_tensor"
+
+
+def test_legacy_ipython_traceback():
+    chain = parse_python_chain(numbered(LEGACY_NOTEBOOK))
+    assert chain.final.head == "RuntimeError: shape mismatch in lowering"
+    assert chain.final.origin.endswith("torch/_inductor/lowering.py")
+
+
+def test_launcher_prefixes_are_read_through():
+    from bot.logtext import clean_text
+
+    text = """\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File "/w/train.py", line 9, in <module>
+[rank0]:     step(model, batch)
+[rank0]: torch._dynamo.exc.Unsupported: Dynamic slicing with Tensor arguments"""
+    chain = parse_python_chain(numbered(clean_text(text)))
+    assert chain.final.type_name == "torch._dynamo.exc.Unsupported"
+    assert chain.final.frames[0].path == "/w/train.py"
+
+
+def test_a_traceback_cut_off_before_its_exception_keeps_its_frames():
+    text = '```\nTraceback (most recent call last):\n  File "/site/torch/_inductor/scheduler.py", line 9, in fuse\n    x()\n```\nthe rest was too long'
+    chain = parse_python_chain(numbered(text))
+    assert chain.final.type_name == "<traceback cut off>"
+    assert chain.final.origin == "/site/torch/_inductor/scheduler.py"
