@@ -1,7 +1,10 @@
 """The GitHub App: a Flask app factory that only wires the pieces together.
 
-    POST /webhook   verify -> parse -> route -> persist one job -> 202 (work happens in workers)
+    POST /webhook   size -> verify -> parse -> route -> persist one job -> 202 (work happens in workers)
     GET  /healthz   store reachable, schema version, job counts
+
+A body is never read before its declared length is known to be within GitHub's 25 MB, and never
+past that limit (`read_body`), so an unsigned 500 MB request costs nothing but its headers.
 
 The 202 is sent only after the delivery and its job are committed (fsynced) in the store, by the
 intake's batching writer (store.DeliveryRecorder); if the store cannot take it within a few
@@ -9,7 +12,8 @@ seconds the answer is 503 with Retry-After, never a wait past GitHub's 10 s. Git
 redeliver failed deliveries by itself: a 503 shows as failed in the App's "Recent Deliveries",
 from where it can be redelivered (by hand or through the REST API).
 
-Production: `waitress-serve --threads 32 --call bot.app:create_app` (or gunicorn with
+Production: `waitress-serve --threads 32 --max-request-body-size 26214401 --call bot.app:create_app`
+(the size makes waitress answer 413 itself instead of spooling the body to disk first), or gunicorn with
 `'bot.app:create_app()'`, without --preload so each process starts its own workers). Settings come
 from the environment (bot/settings.py). `pt2-triage serve` runs the same app. Jobs run in worker
 threads of the web process (`PT2_TRIAGE_WORKERS`), or, for the lowest ack latency, in separate
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from typing import IO, Callable
 
 from flask import Flask, jsonify, request
 
@@ -30,13 +34,14 @@ from .handlers import Services
 from .ruleset import load_ruleset
 from .settings import Settings, settings_from_env
 from .store import DeliveryRecorder, Store, StoreBusy
-from .webhooks import Delivery, Refusal, parse_delivery, route
+from .webhooks import MAX_BODY_BYTES, Delivery, Refusal, length_refusal, parse_delivery, route
 from .worker import JobRunner, WorkerPool
 
 log = logging.getLogger("pt2_triage.app")
 
 EXTENSION = "pt2_triage"
 RETRY_AFTER_S = 30
+READ_CHUNK = 1 << 20
 
 
 def github_factory(settings: Settings, clock: Callable[[], float] = time.time) -> Callable[[int | None], GitHub]:
@@ -78,7 +83,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     @app.post("/webhook")
     def webhook():
         headers = {key.lower(): value for key, value in request.headers.items()}
-        parsed = parse_delivery(headers, request.get_data(cache=False), secrets)
+        parsed = length_refusal(headers) or parse_delivery(headers, read_body(request.stream), secrets)
         if isinstance(parsed, Refusal):
             log.warning("webhook refused (%s): %s", parsed.status, parsed.message)
             return jsonify(error=parsed.message), parsed.status
@@ -107,6 +112,20 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     if start_workers and settings.workers:
         workers.start()
     return app
+
+
+def read_body(stream: IO[bytes], limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request body, but never more than `limit` + 1 bytes of it (one more than allowed, so an
+    over-long body is seen as such), whatever the stream or the server: a read may return less
+    than asked, so it is read in chunks."""
+    chunks, size = [], 0
+    while size <= limit:
+        chunk = stream.read(min(READ_CHUNK, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 class AppState:

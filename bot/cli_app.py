@@ -173,8 +173,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import waitress
 
     print(f"pt2-triage App on http://{args.host}:{args.port} (POST /webhook, GET /healthz)", file=sys.stderr)
-    waitress.serve(app, host=args.host, port=args.port, threads=args.threads, ident="pt2-triage")
+    waitress.serve(app, host=args.host, port=args.port, **waitress_options(args.threads))
     return 0
+
+
+def waitress_options(threads: int) -> dict:
+    """How `serve` runs waitress. `max_request_body_size`: waitress answers 413 itself, from the
+    Content-Length, for a body larger than a webhook can be; its default (1 GB) would have it
+    spool such a body to a temp file before the app could refuse it. Waitress refuses a length
+    equal to its limit, hence the + 1."""
+    from .webhooks import MAX_BODY_BYTES
+
+    return {"threads": threads, "ident": "pt2-triage", "max_request_body_size": MAX_BODY_BYTES + 1}
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

@@ -1,21 +1,24 @@
 """Webhook intake: verify, parse, route (pure; the Flask view in app.py only wires these).
 
-Order matters: the HMAC signature is checked over the raw body before anything parses it, so a
-forged request costs one hash and has no side effect. A delivery then becomes at most one job,
-chosen here from the event and action (`ROUTES`); the handler does the slow work later, so GitHub
-gets its answer well within its 10-second limit.
+Order matters: the declared size is checked from the headers before the body is read
+(`length_refusal`), and the HMAC signature over the raw body before anything parses it, so a
+forged or oversized request costs at most one hash and has no side effect. A delivery then becomes
+at most one job, chosen here from the event and action (`ROUTES`); the handler does the slow work
+later, so GitHub gets its answer well within its 10-second limit.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass
 
 from .store import NewJob
 
 MAX_BODY_BYTES = 25 << 20  # GitHub caps webhook payloads at 25 MB
 SIGNATURE_PREFIX = "sha256="
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
 
 # (event, action) -> job kind. An event not listed is acknowledged and ignored.
 ROUTES = {
@@ -69,6 +72,20 @@ def verify_signature(secrets: tuple[str, ...], body: bytes, header: str | None) 
     if not header or not header.startswith(SIGNATURE_PREFIX):
         return False
     return any(hmac.compare_digest(signature_for(secret, body), header) for secret in secrets if secret)
+
+
+def length_refusal(headers: dict[str, str]) -> Refusal | None:
+    """The refusal for a body that must not be read at all, decided from `Content-Length` alone
+    (before a byte of the body is read), or None. GitHub always sends the length; a request
+    without one (e.g. chunked) or with a malformed one is refused rather than read to find out."""
+    declared = headers.get("content-length")
+    if declared is None:
+        return Refusal(411, "Content-Length is required")
+    if not _CONTENT_LENGTH.fullmatch(declared.strip()):
+        return Refusal(400, "Content-Length is not a byte count")
+    if int(declared) > MAX_BODY_BYTES:
+        return Refusal(413, "payload larger than GitHub's 25 MB limit")
+    return None
 
 
 def parse_delivery(headers: dict[str, str], body: bytes, secrets: tuple[str, ...]) -> Delivery | Refusal:

@@ -3,8 +3,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import threading
+
+import waitress
 
 from bot.cli import main
+from bot.cli_app import waitress_options
 from bot.comment import COMMENT_MARKER
 
 from .conftest import FIXTURES, webhook_payload
@@ -67,3 +72,32 @@ def test_worker_refuses_a_nice_value_outside_what_the_os_allows(monkeypatch, tmp
     monkeypatch.setenv("PT2_TRIAGE_DB", str(tmp_path / "app.sqlite3"))
     assert main(["worker", "--nice", "20"]) == 2
     assert "--nice must be between 0 and 19" in capsys.readouterr().err
+
+
+def test_serve_has_waitress_refuse_an_oversized_body_before_reading_it(app):
+    """`pt2-triage serve`'s waitress, on a real socket: 200 MB announced, a few KB sent, 413 back."""
+    server = waitress.create_server(app, host="127.0.0.1", port=0, **waitress_options(threads=2))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.effective_port), timeout=10) as client:
+            client.sendall(b"POST /webhook HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                           b"X-GitHub-Event: issues\r\nX-GitHub-Delivery: huge\r\n"
+                           b"Content-Length: %d\r\n\r\n" % (200 << 20) + b"{" * 65536)
+            answer = client.recv(65536)
+    finally:
+        server.close()
+        thread.join(10)
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert app.extensions["pt2_triage"].services.store.job_counts() == {}
+
+
+def test_serve_runs_waitress_with_those_options(monkeypatch, tmp_path):
+    served = {}
+    monkeypatch.setattr(waitress, "serve", lambda app, **options: served.update(options))
+    monkeypatch.setenv("PT2_TRIAGE_WEBHOOK_SECRET", "s")
+    monkeypatch.setenv("PT2_TRIAGE_DB", str(tmp_path / "app.sqlite3"))
+    monkeypatch.setenv("PT2_TRIAGE_WORKERS", "0")
+    assert main(["serve", "--port", "0", "--threads", "3"]) == 0
+    assert served == {"host": "127.0.0.1", "port": 0, **waitress_options(threads=3)}
+    assert served["max_request_body_size"] == (25 << 20) + 1
