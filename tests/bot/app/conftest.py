@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 import responses
@@ -25,6 +26,7 @@ from .fake_github import API, STORAGE, FakeGitHub
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SECRET = "It's a Secret to Everybody"
+FORM = "application/x-www-form-urlencoded"
 
 
 class FakeClock:
@@ -110,14 +112,17 @@ def event_for(name: str) -> str:
 def deliver(app):
     """POST a signed delivery (a fixture name or a payload) to /webhook; returns the response."""
     def send(payload, event: str | None = None, delivery_id: str | None = None, secret: str = SECRET,
-             client=None, body: bytes | None = None, signature: str | None = None):
+             client=None, body: bytes | None = None, signature: str | None = None,
+             content_type: str = "application/json"):
         if isinstance(payload, str):
             event = event or event_for(payload)
             payload = webhook_payload(payload)
         raw = body if body is not None else json.dumps(payload).encode()
+        if body is None and content_type == FORM:  # what GitHub sends for the form content type
+            raw = urlencode({"payload": raw.decode()}).encode()
         headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id or str(uuid.uuid4()),
                    "X-Hub-Signature-256": signature if signature is not None else signature_for(secret, raw),
-                   "Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/044aadd"}
+                   "Content-Type": content_type, "User-Agent": "GitHub-Hookshot/044aadd"}
         return (client or app).test_client().post("/webhook", data=raw, headers=headers)
     return send
 

@@ -217,6 +217,18 @@ def test_label_that_is_not_ours_does_nothing(app, deliver, fake):
     assert fake.comments == {} and fake.dispatches == []
 
 
+def test_labeling_a_pull_request_does_nothing(app, deliver, fake):
+    """GitHub's issue events also describe pull requests; the triage label on one is not a request."""
+    payload = webhook_payload("issues_labeled")
+    payload["issue"]["pull_request"] = {"url": f"https://api.github.com/repos/{REPO}/pulls/12",
+                                        "html_url": f"https://github.com/{REPO}/pull/12",
+                                        "diff_url": f"https://github.com/{REPO}/pull/12.diff",
+                                        "patch_url": f"https://github.com/{REPO}/pull/12.patch"}
+    response = deliver(payload, "issues")
+    assert response.status_code == 200 and response.json["status"] == "ignored"
+    assert drain(app) == 0 and fake.comments == {} and fake.dispatches == [] and fake.calls == []
+
+
 def test_healthz(app):
     response = app.test_client().get("/healthz")
     assert response.status_code == 200 and response.json["ok"] and response.json["schema_version"] >= 1

@@ -3,14 +3,16 @@ from __future__ import annotations
 
 import io
 import json
+from urllib.parse import urlencode
 
 import pytest
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from bot.app import read_body
-from bot.webhooks import MAX_BODY_BYTES, Delivery, parse_delivery, route, signature_for, verify_signature
+from bot.webhooks import (MAX_BODY_BYTES, MAX_JSON_DEPTH, Delivery, parse_delivery, route, signature_for,
+                          verify_signature)
 
-from .conftest import SECRET, drain, webhook_payload
+from .conftest import FORM, SECRET, drain, webhook_payload
 
 
 def test_forged_signature_is_refused_with_no_side_effects(app, deliver, fake):
@@ -81,7 +83,7 @@ def test_route_ignores_comments_not_addressed_to_the_bot_and_bots():
     assert route(Delivery("d", "issue_comment", "created", payload), "pt2-triage") is None
 
 
-# -- hostile input: size
+# -- hostile input: size, nesting, content type
 
 class DeclaredOnly(io.RawIOBase):
     """A request body that exists only as a length: it hands out zeros and counts what is read of
@@ -143,3 +145,61 @@ def test_a_missing_or_malformed_or_too_large_length_is_refused_before_reading(ap
 def test_a_body_longer_than_the_limit_is_never_read_past_it():
     body = DeclaredOnly(30 << 20)  # a server that passes the stream on without a length check
     assert len(read_body(body)) == MAX_BODY_BYTES + 1 and body.bytes_read == MAX_BODY_BYTES + 1
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 200_000])
+def test_deeply_nested_json_with_a_valid_signature_is_a_400(app, deliver, depth):
+    body = b'{"action": "labeled", "issue": ' + b"[" * depth + b"]" * depth + b"}"
+    response = deliver(None, event="issues", body=body)
+    assert response.status_code == 400 and "nests deeper" in response.json["error"]
+    assert app.extensions["pt2_triage"].services.store.job_counts() == {}
+
+
+def test_nesting_as_deep_as_github_payloads_go_is_accepted():
+    payload = {"action": "completed", "workflow_run": {"head_repository": {"owner": {"plan": {"x": [[{}]]}}}}}
+    body = json.dumps(payload).encode()
+    headers = {"x-hub-signature-256": signature_for(SECRET, body), "x-github-delivery": "d", "x-github-event": "w"}
+    assert parse_delivery(headers, body, (SECRET,)).payload == payload
+
+
+@pytest.mark.parametrize("content_type", ["application/json", FORM, "application/json; charset=utf-8"])
+def test_both_of_githubs_content_types_make_the_same_job(app, deliver, content_type):
+    response = deliver("issues_labeled", content_type=content_type)
+    assert response.status_code == 202, response.json
+    job = app.extensions["pt2_triage"].services.store.job(response.json["job"])
+    assert job.payload == webhook_payload("issues_labeled") and job.number == 12
+
+
+def test_a_form_delivery_is_verified_over_the_form_body(deliver):
+    form = urlencode({"payload": json.dumps(webhook_payload("issues_labeled"))}).encode()
+    signed_json = signature_for(SECRET, json.dumps(webhook_payload("issues_labeled")).encode())
+    assert deliver(None, event="issues", body=form, content_type=FORM, signature=signed_json).status_code == 401
+
+
+@pytest.mark.parametrize("form", [b"payload=%7B%7D&payload=%7B%7D", b"payload=%7B%7D&other=1", b"other=%7B%7D",
+                                  b"payload=%FF", b"payload", "payload=é".encode()])
+def test_a_form_body_that_is_not_one_payload_field_is_a_400(app, deliver, form):
+    response = deliver(None, event="issues", body=form, content_type=FORM)
+    assert response.status_code == 400 and "payload=<JSON>" in response.json["error"]
+
+
+def test_a_content_type_github_does_not_send_is_a_415(app, deliver):
+    response = deliver("issues_labeled", content_type="text/plain")
+    assert response.status_code == 415 and FORM in response.json["error"]
+    assert app.extensions["pt2_triage"].services.store.job_counts() == {}
+
+
+def test_members_of_the_wrong_json_type_are_ignored_not_a_500(app, deliver):
+    payload = webhook_payload("issues_labeled") | {"repository": ["octo-org/octo-repo"], "issue": "12"}
+    assert deliver(payload, "issues").json["status"] == "ignored"
+    payload = webhook_payload("issue_comment_created")
+    payload["comment"]["body"] = {"text": "@pt2-triage run"}
+    assert deliver(payload, "issue_comment").json["status"] == "ignored"
+
+
+def test_route_skips_issue_events_for_pull_requests():
+    payload = webhook_payload("issues_labeled")
+    assert route(Delivery("d", "issues", "labeled", payload), "pt2-triage").kind == "issue_labeled"
+    payload["issue"]["pull_request"] = {"url": "https://api.github.com/repos/octo-org/octo-repo/pulls/12"}
+    assert route(Delivery("d", "issues", "labeled", payload), "pt2-triage") is None
+    assert route(Delivery("d", "issues", "opened", payload | {"action": "opened"}), "pt2-triage") is None
