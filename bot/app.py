@@ -33,7 +33,7 @@ from .graph_breaks import load_registry
 from .handlers import Services
 from .ruleset import load_ruleset
 from .settings import Settings, settings_from_env
-from .store import DeliveryRecorder, Store, StoreBusy
+from .store import DeliveryRecorder, Replayed, Store, StoreBusy
 from .webhooks import MAX_BODY_BYTES, Delivery, Refusal, length_refusal, parse_delivery, route
 from .worker import JobRunner, WorkerPool
 
@@ -92,11 +92,16 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     def accept(delivery: Delivery):
         job = route(delivery, settings.bot_name)
         try:
-            job_id = recorder.record(delivery.id, delivery.event, delivery.action, job)
+            job_id = recorder.record(delivery.id, delivery.event, delivery.action, job, delivery.body_sha256)
         except StoreBusy as exc:
             log.warning("delivery %s not accepted, store busy: %s", delivery.id, exc)
             response = jsonify(error="the App's store is busy; redeliver this delivery", delivery=delivery.id)
             return response, 503, {"Retry-After": str(RETRY_AFTER_S)}
+        if isinstance(job_id, Replayed):
+            log.warning("delivery %s refused: the same %s body as delivery %s", delivery.id, delivery.event,
+                        job_id.first_delivery_id)
+            return jsonify(error="this body was already delivered under another delivery id",
+                           delivery=delivery.id), 409
         if job_id is None:
             duplicate = job is not None
             return jsonify(status="duplicate" if duplicate else "ignored", delivery=delivery.id), 200

@@ -1,9 +1,9 @@
 """The App's state, behind one module: SQLite by default, portable SQL so PostgreSQL can follow.
 
-What it holds: webhook deliveries seen (dedup), the job queue with each job's stage and progress
-(so a restart resumes a half-done job instead of redoing or dropping it), the bot's comment id per
-issue/PR, maintainers' overrides, dispatched runner jobs, once-only notices and failure
-fingerprints. Every handler is idempotent against it.
+What it holds: webhook deliveries seen (dedup by delivery id, and by body hash against replays),
+the job queue with each job's stage and progress (so a restart resumes a half-done job instead of
+redoing or dropping it), the bot's comment id per issue/PR, maintainers' overrides, dispatched
+runner jobs, once-only notices and failure fingerprints. Every handler is idempotent against it.
 
 Portability rules kept here: text primary keys made in Python (no AUTOINCREMENT/SERIAL), times as
 REAL epoch seconds, `INSERT ... ON CONFLICT DO NOTHING/UPDATE` (SQLite >= 3.24, PostgreSQL >= 9.5),
@@ -127,6 +127,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX jobs_by_state_age ON jobs (state, created_at)",
         "DROP INDEX jobs_ready",
     ),
+    # 3: each delivered body's hash, so a captured signed body sent again under a new delivery id
+    # makes no second job (GitHub's own redeliveries keep their delivery id)
+    (
+        """CREATE TABLE delivery_bodies (
+            event TEXT NOT NULL,
+            body_sha256 TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            received_at REAL NOT NULL,
+            PRIMARY KEY (event, body_sha256)
+        )""",
+    ),
 )
 
 QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
@@ -135,6 +146,10 @@ QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
 # inside GitHub's 10 s); the intake thread waits at most INTAKE_BUSY_TIMEOUT_S for the write lock.
 INTAKE_WAIT_S = 5.0
 INTAKE_BUSY_TIMEOUT_S = 2.0
+# How long a delivered body is remembered against replays under a new delivery id. GitHub's payloads
+# carry timestamps and ids, so two real events never share a body; a replay of one after this long
+# is taken as new.
+REPLAY_WINDOW_S = 24 * 3600.0
 
 
 class StoreBusy(Exception):
@@ -190,6 +205,15 @@ class DeliveryRecord:
     event: str
     action: str | None
     job: NewJob | None
+    body_sha256: str | None = None  # the raw body's hash; None: no replay check
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """`record_deliveries`' answer for a body that `first_delivery_id` already brought within
+    REPLAY_WINDOW_S: a captured delivery sent again under a new id. Nothing of it was recorded."""
+
+    first_delivery_id: str
 
 
 @dataclass
@@ -273,35 +297,71 @@ class Store:
 
     # -- deliveries and the job queue
 
-    def record_delivery(self, delivery_id: str, event: str, action: str | None, job: NewJob | None) -> str | None:
+    def record_delivery(self, delivery_id: str, event: str, action: str | None, job: NewJob | None,
+                        body_sha256: str | None = None) -> str | Replayed | None:
         """Remember a delivery and enqueue its job, atomically. Returns the job id; None for a
-        duplicate delivery (GitHub redelivers) or when the event needs no job."""
-        return self.record_deliveries([DeliveryRecord(delivery_id, event, action, job)])[0]
+        duplicate delivery (GitHub redelivers) or when the event needs no job; `Replayed` for the
+        same body under a new delivery id."""
+        return self.record_deliveries([DeliveryRecord(delivery_id, event, action, job, body_sha256)])[0]
 
-    def record_deliveries(self, records: Sequence[DeliveryRecord]) -> list[str | None]:
+    def record_deliveries(self, records: Sequence[DeliveryRecord]) -> list[str | Replayed | None]:
         """`record_delivery` for many deliveries in one transaction, in a fixed number of statements
-        however many there are (group commit). The deliveries table decides who is first: a
-        delivery id already there, or twice in this batch, gets no second job."""
+        however many there are (group commit).
+
+        Two tables decide who is first. deliveries: a delivery id already there, or twice in this
+        batch, gets no second job (GitHub redelivers under the same id, with the same body).
+        delivery_bodies: the first new delivery id to bring an (event, body) claims it for
+        REPLAY_WINDOW_S, and any other new id bringing it meanwhile is `Replayed` and not recorded
+        at all."""
         if not records:
             return []
         now = self.clock()
-        proposed = [uuid.uuid4().hex if record.job else None for record in records]
-        delivery_rows = [(r.delivery_id, r.event, r.action, now, job_id) for r, job_id in zip(records, proposed)]
         ids = sorted({r.delivery_id for r in records})
+        in_ids = f"({', '.join('?' * len(ids))})"
+        proposed = [uuid.uuid4().hex if record.job else None for record in records]
         job_rows = {job_id: _job_row(job_id, r.job, r.delivery_id, now)  # JSON made before the lock is taken
                     for r, job_id in zip(records, proposed) if job_id}
         with self.transaction() as tx:
-            tx.execute("INSERT INTO deliveries (delivery_id, event, action, received_at, job_id) VALUES "
-                       + _placeholders(len(delivery_rows), 5) + " ON CONFLICT (delivery_id) DO NOTHING",
-                       [value for row in delivery_rows for value in row])
-            owner = dict(tx.execute(f"SELECT delivery_id, job_id FROM deliveries WHERE delivery_id IN "
-                                    f"({', '.join('?' * len(ids))})", ids).fetchall())
-            won = [job_id is not None and owner.get(r.delivery_id) == job_id for r, job_id in zip(records, proposed)]
+            known = {row[0] for row in tx.execute(f"SELECT delivery_id FROM deliveries WHERE delivery_id IN {in_ids}",
+                                                  ids)}
+            claims = {}  # (event, hash) -> row: the batch's first new delivery of a body claims it
+            for r in records:
+                if r.body_sha256 is not None and r.delivery_id not in known:
+                    claims.setdefault((r.event, r.body_sha256), (r.event, r.body_sha256, r.delivery_id, now))
+            holders = self._claim_bodies(tx, list(claims.values()), now)
+            replays = [None if r.delivery_id in known else _replay(r, holders) for r in records]
+            fresh = [(r, job_id) for r, job_id, replay in zip(records, proposed, replays) if replay is None]
+            delivery_rows = [(r.delivery_id, r.event, r.action, now, job_id) for r, job_id in fresh]
+            owner = {}
+            if delivery_rows:
+                tx.execute("INSERT INTO deliveries (delivery_id, event, action, received_at, job_id) VALUES "
+                           + _placeholders(len(delivery_rows), 5) + " ON CONFLICT (delivery_id) DO NOTHING",
+                           [value for row in delivery_rows for value in row])
+                owner = dict(tx.execute(f"SELECT delivery_id, job_id FROM deliveries WHERE delivery_id IN {in_ids}",
+                                        ids).fetchall())
+            won = [job_id is not None and replay is None and owner.get(r.delivery_id) == job_id
+                   for r, job_id, replay in zip(records, proposed, replays)]
             new_jobs = [job_rows[job_id] for job_id, first in zip(proposed, won) if first]
             if new_jobs:
                 tx.execute(_INSERT_JOB + _placeholders(len(new_jobs), len(new_jobs[0])),
                            [value for row in new_jobs for value in row])
-        return [job_id if first else None for job_id, first in zip(proposed, won)]
+        return [replay or (job_id if first else None) for job_id, first, replay in zip(proposed, won, replays)]
+
+    @staticmethod
+    def _claim_bodies(tx: sqlite3.Connection, claims: list[tuple], now: float) -> dict[tuple[str, str], str]:
+        """Claim each (event, body hash) for its delivery id unless another id claimed it within
+        REPLAY_WINDOW_S (an older claim is taken over); returns who holds each one now."""
+        if not claims:
+            return {}
+        tx.execute("INSERT INTO delivery_bodies (event, body_sha256, delivery_id, received_at) VALUES "
+                   + _placeholders(len(claims), 4) + " ON CONFLICT (event, body_sha256) DO UPDATE SET "
+                   "delivery_id = excluded.delivery_id, received_at = excluded.received_at "
+                   "WHERE delivery_bodies.received_at < ?",
+                   [*(value for row in claims for value in row), now - REPLAY_WINDOW_S])
+        hashes = sorted({row[1] for row in claims})
+        rows = tx.execute(f"SELECT event, body_sha256, delivery_id FROM delivery_bodies WHERE body_sha256 IN "
+                          f"({', '.join('?' * len(hashes))})", hashes).fetchall()
+        return {(row[0], row[1]): row[2] for row in rows}
 
     def seen_delivery(self, delivery_id: str) -> bool:
         row = self._connect().execute("SELECT 1 FROM deliveries WHERE delivery_id = ?", (delivery_id,)).fetchone()
@@ -483,13 +543,14 @@ class DeliveryRecorder:
         self._start_lock = threading.Lock()
         self.batches = 0  # how many commits so far (tests and diagnostics)
 
-    def record(self, delivery_id: str, event: str, action: str | None, job: NewJob | None) -> str | None:
+    def record(self, delivery_id: str, event: str, action: str | None, job: NewJob | None,
+               body_sha256: str | None = None) -> str | Replayed | None:
         """`Store.record_delivery`, committed together with whatever other threads sent meanwhile.
         Raises StoreBusy when the commit did not happen within `wait_s`; the delivery may still be
         committed later, and a redelivery is then recognised as a duplicate."""
         outcome: Future = Future()
         self._ensure_thread()
-        self._queue.put((DeliveryRecord(delivery_id, event, action, job), outcome))
+        self._queue.put((DeliveryRecord(delivery_id, event, action, job, body_sha256), outcome))
         try:
             return outcome.result(self.wait_s)
         except FutureTimeout:
@@ -543,6 +604,11 @@ _INSERT_JOB = ("INSERT INTO jobs (id, delivery_id, kind, repo, installation_id, 
 def _job_row(job_id: str, job: NewJob, delivery_id: str | None, now: float) -> tuple:
     payload = job.payload_json if job.payload_json is not None else json.dumps(job.payload, separators=(",", ":"))
     return (job_id, delivery_id, job.kind, job.repo, job.installation_id, job.number, payload, QUEUED, now, now, now)
+
+
+def _replay(record: DeliveryRecord, body_holders: dict[tuple[str, str], str]) -> Replayed | None:
+    holder = body_holders.get((record.event, record.body_sha256))
+    return Replayed(holder) if holder is not None and holder != record.delivery_id else None
 
 
 def _placeholders(rows: int, columns: int) -> str:

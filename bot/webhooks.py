@@ -7,7 +7,9 @@ at most one job, chosen here from the event and action (`ROUTES`); the handler d
 later, so GitHub gets its answer well within its 10-second limit.
 
 What a signed body may still not do: nest deeper than any GitHub payload (`MAX_JSON_DEPTH`), come
-in a content type GitHub does not send, or be a pull request dressed as an issue event.
+in a content type GitHub does not send, or be a pull request dressed as an issue event. A signed
+body sent again under a new delivery id (a captured request replayed) is refused by the store,
+which remembers each body's hash (`Delivery.body_sha256`).
 """
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ class Delivery:
     action: str | None
     payload: dict
     body_text: str | None = None  # the payload's JSON text as signed: the job stores it as is (no re-encoding)
+    body_sha256: str | None = None  # of the raw body: the store refuses the same body under another delivery id
 
     @property
     def repo(self) -> str | None:
@@ -122,7 +125,8 @@ def parse_delivery(headers: dict[str, str], body: bytes, secrets: tuple[str, ...
     if _nests_deeper_than(payload, MAX_JSON_DEPTH):
         return Refusal(400, f"body nests deeper than {MAX_JSON_DEPTH} levels")
     action = payload.get("action")
-    return Delivery(delivery_id, event, action if isinstance(action, str) else None, payload, _utf8(json_body))
+    return Delivery(delivery_id, event, action if isinstance(action, str) else None, payload, _utf8(json_body),
+                    hashlib.sha256(body).hexdigest())
 
 
 def payload_json(content_type: str | None, body: bytes) -> bytes | Refusal:

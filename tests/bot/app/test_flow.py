@@ -97,7 +97,9 @@ def test_command_from_a_read_only_user_is_refused_politely(app, deliver, fake):
     assert fake.dispatches == [] and fake.reactions == []
     [reply] = fake.comments_on(12)
     assert "@maintainer" in reply["body"] and "needs write access" in reply["body"]
-    deliver("issue_comment_created")  # a second delivery of another comment: one more reply, no more
+    another = webhook_payload("issue_comment_created")
+    another["comment"]["id"] += 1
+    deliver(another, "issue_comment")  # another comment: one more reply, no more
     drain(app)
     assert len(fake.comments_on(12)) == 2
 
@@ -201,7 +203,9 @@ def test_issue_with_a_pt2_error_gets_one_suggestion(app, deliver, fake):
 def test_bad_repo_config_is_reported_once_and_defaults_apply(app, deliver, fake):
     fake.files[("main", ".github/pt2-triage.yml")] = "label: pt2-triage\ndraft-pr: yes please\n"
     deliver("issues_labeled")
-    deliver("issues_labeled")
+    relabeled = webhook_payload("issues_labeled")
+    relabeled["issue"]["updated_at"] = "2026-11-20T10:15:00Z"  # the label removed and added again
+    deliver(relabeled, "issues")
     drain(app)
     notices = [c for c in fake.comments_on(12) if "has a problem" in c["body"]]
     assert len(notices) == 1 and "draft_pr" in notices[0]["body"]

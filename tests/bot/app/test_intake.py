@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import bot.store
-from bot.store import DeliveryRecord, DeliveryRecorder, NewJob, Store, StoreBusy
+from bot.store import REPLAY_WINDOW_S, DeliveryRecord, DeliveryRecorder, NewJob, Replayed, Store, StoreBusy
 from bot.webhooks import parse_delivery, route, signature_for
 
 from .conftest import SECRET, webhook_payload
@@ -190,9 +190,61 @@ def test_a_version_1_database_is_migrated_to_the_claim_index(tmp_path):
     old.execute("INSERT INTO schema_migrations VALUES (1, 0)")
     old.close()
     store = Store(path)
-    assert store.schema_version() == 2
+    assert store.schema_version() == len(bot.store.MIGRATIONS)
     indexes = {row[0] for row in store._connect().execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "jobs_by_state_age" in indexes and "jobs_ready" not in indexes
     plan = " ".join(row[3] for row in store._connect().execute(
         "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE state = 'queued' AND not_before <= 0 ORDER BY created_at LIMIT 1"))
     assert "jobs_by_state_age" in plan and "TEMP B-TREE" not in plan
+
+
+# -- replays: a captured signed body sent again under a new delivery id
+
+def test_a_captured_body_replayed_under_a_new_delivery_id_makes_no_second_job(app, deliver, fake):
+    captured = labeled(12)
+    assert deliver(captured, "issues", delivery_id="from-github").status_code == 202
+    replayed = deliver(captured, "issues", delivery_id="from-an-attacker")
+    assert replayed.status_code == 409 and "already delivered" in replayed.json["error"]
+    redelivered = deliver(captured, "issues", delivery_id="from-github")  # GitHub's redelivery keeps the id
+    assert redelivered.status_code == 200 and redelivered.json["status"] == "duplicate"
+    store = app.extensions["pt2_triage"].services.store
+    assert store.job_counts() == {"queued": 1} and not store.seen_delivery("from-an-attacker")
+    assert app.extensions["pt2_triage"].drain() == 1
+    assert len(fake.bot_comments_on(12)) == 1 and len(fake.dispatches) == 1
+
+
+def test_replays_racing_each_other_make_one_job(app, deliver):
+    captured = labeled(31)
+    with ThreadPoolExecutor(16) as pool:
+        responses = list(pool.map(lambda n: deliver(captured, "issues", delivery_id=f"copy-{n}"), range(48)))
+    assert sorted(r.status_code for r in responses) == [202] + [409] * 47
+    assert app.extensions["pt2_triage"].services.store.job_counts() == {"queued": 1}
+
+
+def test_a_body_is_remembered_for_the_replay_window_per_event(tmp_path):
+    now = [1000.0]
+    store = Store(str(tmp_path / "app.sqlite3"), clock=lambda: now[0])
+    body_sha256 = "ab" * 32
+
+    def record(delivery_id: str, event: str = "issues") -> DeliveryRecord:
+        return DeliveryRecord(delivery_id, event, "labeled", job(1), body_sha256)
+
+    [first] = store.record_deliveries([record("x")])
+    replay, redelivery, other_event = store.record_deliveries([record("y"), record("x"), record("z", "workflow_run")])
+    assert first and replay == Replayed("x") and redelivery is None and other_event
+    assert not store.seen_delivery("y")
+    now[0] += REPLAY_WINDOW_S - 1
+    assert store.record_delivery("y", "issues", "labeled", job(1), body_sha256) == Replayed("x")
+    now[0] += 2  # past the window: the body is taken as new, and then guarded for the new id
+    assert isinstance(store.record_delivery("y", "issues", "labeled", job(1), body_sha256), str)
+    assert store.record_delivery("w", "issues", "labeled", job(1), body_sha256) == Replayed("y")
+    assert store.record_delivery("x", "issues", "labeled", job(1), body_sha256) is None  # still a duplicate
+    assert store.job_counts() == {"queued": 3}
+
+
+def test_the_first_of_two_copies_in_one_batch_wins(tmp_path):
+    store = Store(str(tmp_path / "app.sqlite3"))
+    copies = [DeliveryRecord(delivery_id, "issues", "labeled", job(1), "cd" * 32) for delivery_id in ("a", "b", "a")]
+    first, second, again = store.record_deliveries(copies)
+    assert isinstance(first, str) and second == Replayed("a") and again is None
+    assert store.job_counts() == {"queued": 1}
