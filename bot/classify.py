@@ -1,12 +1,15 @@
 """Text -> Classification (pure: values in, values out).
 
-The decision in four steps, each a small function:
+The decision in five steps, each a small function:
 1. `Scanner.scan` finds the interesting lines of the whole input in one pass (scan.py).
 2. `final_chain` reads the final error: the last traceback chain, pytest failure or bare
    exception line that surfaced last (tracebacks.py does the parsing).
 3. `facts` states what else holds (is the compiler in the frames, is the text about PT2 at all).
 4. The ranked patterns (rules/patterns.yaml) are tried against their scope; the highest
-   priority match decides, and the rest only inform confidence and the runner-up.
+   priority match is the rules' verdict, and the rest inform confidence and the runner-up.
+5. For a report (an issue's title and text, not a run's output), the code and prose features
+   (features.py) and the learned text model (textmodel.py) join in, and combine.py decides:
+   a decisive rule on the final error wins, else the model's calibrated distribution.
 """
 from __future__ import annotations
 
@@ -17,28 +20,39 @@ from typing import Callable, Iterable
 
 import re2
 
+from . import combine
 from .extract import code_blocks
+from .features import Features, extract_features
 from .graph_breaks import GraphBreakRegistry
 from .logtext import clean_line, decode
-from .records import Classification, Evidence, ExceptionChain
+from .records import Classification, Evidence, ExceptionChain, RaisedException
 from .ruleset import Pattern, Ruleset
 from .scan import ScanResult, Scanner, count_newlines
 from .signature import make_signature
-from .tracebacks import NumberedLine, parse_bare_exception, parse_pytest_failure, parse_python_chain
+from .textmodel import LearnedParts, ModelInput, load_learned, tokens
+from .tracebacks import (CUT_OFF_TYPE, NumberedLine, parse_bare_exception, parse_loose_frames, parse_pytest_failure,
+                         parse_python_chain, parse_title_exception)
 
 PT2_FRAME_RE = re.compile(
-    r"torch/(?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|fx/experimental|_subclasses/fake_tensor"
-    r"|_prims|_refs|_decomp|compiler)/|torchinductor_|/torch/_(?:dynamo|inductor)|torch/__init__\.py in compile$"
+    r"torch/(?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|_subclasses/fake_tensor|_prims|_refs|_decomp"
+    r"|compiler|fx/experimental/(?:symbolic_shapes|sym_node|proxy_tensor|_constant_symnode|validator|recording))/?"
+    r"|torchinductor_|/torch/_(?:dynamo|inductor)|torch/__init__\.py in compile$"
 )
-# An exception head (type and first message line) that names the compiler stack.
-PT2_HEAD_RE = re.compile(r"torch\.(?:_dynamo|_inductor|_export|export|fx\.experimental|compile)|Unsupported|BackendCompilerFailed"
-                         r"|InductorError|TorchDynamo|FailOnRecompileLimitHit|[Dd]ynamo|[Ii]nductor")
+# An exception that names the compiler stack: by its type, or by what its first line says.
+PT2_TYPE_RE = re.compile(r"^torch\.(?:_dynamo|_inductor|_export|export|fx\.experimental)\.|^(?:\w+\.)*(?:Unsupported|BackendCompilerFailed"
+                         r"|InductorError|InternalTorchDynamoError|TorchRuntimeError|FailOnRecompileLimitHit|LoweringException"
+                         r"|CppCompileError|GuardOnDataDependentSymNode|ConstraintViolationError|RecompileError)$")
+PT2_MESSAGE_RE = re.compile(r"backend='?\w+'? raised|torch\._dynamo|torch\._inductor|TorchDynamo|[Ii]nductor|torch\.compile")
 PT2_CODE_RE = re.compile(r"torch\.compile|torch\._dynamo|torch\._inductor|torch\.export|aoti_|@torch\.compile|compiled")
 COMPILE_ERROR_LINE_RE = re.compile(r"(?:^|\s)(?:[^\s:]+:\d+:\d+: )?(?:fatal )?error: .+")
 GRAPH_BREAK_ID_CATEGORIES = ("graph_break", "recompilation", "dynamic_shapes", "export_failure", "unknown")
 MAX_REGION_BYTES = 4 << 20
 MAX_EVIDENCE = 8
 CODE_SCOPE_MAX_BYTES = 2 << 20
+# Inputs up to this size that come without a script are reports (issue texts, pasted logs): the text
+# model and the features join the rules. Bigger inputs are CI logs: the final error decides.
+MAX_REPORT_BYTES = 1 << 20
+_DEFAULT = object()
 
 
 @dataclass(frozen=True)
@@ -55,13 +69,19 @@ class Facts:
     _pt2_mention: Callable[[], bool] = field(repr=False)
     code: list[NumberedLine] = field(default_factory=list, repr=False)
 
+    @property
+    def raised(self) -> bool:
+        """An exception was seen (frames whose exception line is cut off do not count)."""
+        return self.chain is not None and self.chain.final.type_name != CUT_OFF_TYPE
+
     @cached_property
     def pt2_frames(self) -> bool:
         return bool(self.chain) and any(PT2_FRAME_RE.search(_frame_text(f)) for f in self.chain.frames)
 
     @cached_property
     def pt2_types(self) -> bool:
-        return bool(self.chain) and any(PT2_HEAD_RE.search(e.head) for e in self.chain.exceptions)
+        return bool(self.chain) and any(PT2_TYPE_RE.search(e.type_name) or PT2_MESSAGE_RE.search(e.head)
+                                        for e in self.chain.exceptions)
 
     @cached_property
     def pt2_context(self) -> bool:
@@ -76,42 +96,84 @@ class Facts:
 
     def holds(self, fact: str) -> bool:
         if fact == "exception":
-            return self.chain is not None
+            return self.raised
         if fact == "no_exception":
-            return self.chain is None
+            return not self.raised
         if fact == "no_pt2_frames":
             return bool(self.chain and self.chain.frames) and not self.pt2_frames and not self.pt2_types
         return bool(getattr(self, fact))
 
 
+@dataclass(frozen=True)
+class RuleFindings:
+    """What the ranked rules found in one input, and their own verdict."""
+
+    chain: ExceptionChain | None
+    facts: Facts
+    matches: list[Match]
+    by_rules: Classification
+
+
 class Classifier:
     """Holds the compiled ruleset; `classify` is then a pure function of the input."""
 
-    def __init__(self, ruleset: Ruleset, registry: GraphBreakRegistry | None = None):
+    def __init__(self, ruleset: Ruleset, registry: GraphBreakRegistry | None = None,
+                 learned: LearnedParts | None | object = _DEFAULT):
         self.ruleset = ruleset
         self.registry = registry
         self.scanner = Scanner(ruleset)
         self.compiled = {p.name: re2.compile(p.regex) for p in ruleset.patterns}
+        self.learned = load_learned() if learned is _DEFAULT else learned
+        self.anywhere = {p.name: re2.compile("(?m)" + p.regex) for p in ruleset.patterns
+                         if p.scope in ("exception", "message") and p.regex != "."}
 
-    def classify_text(self, text: str | bytes, context: str = "") -> Classification:
-        return self.classify(text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text, context)
+    def classify_text(self, text: str | bytes, context: str = "", report: bool | None = None) -> Classification:
+        buf = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
+        return self.classify(buf, context, report=report)
 
     def final_error(self, text: str | bytes) -> ExceptionChain | None:
         """The error chain a classification is about (for its frames), without classifying again."""
         buf = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
         return final_chain(buf, self.scanner.scan(buf))
 
-    def classify(self, buf: bytes, context: str = "") -> Classification:
+    def classify(self, buf: bytes, context: str = "", report: bool | None = None) -> Classification:
         """Classify an input given as bytes or an mmap (never decoded whole).
 
         `context` (e.g. the repro script whose output `buf` is) only answers whether the
-        compiler stack is involved at all; no pattern is matched against it."""
+        compiler stack is involved at all; no pattern is matched against it. `report` says the
+        input is what a person wrote (an issue), which the text model reads; by default that is
+        an input of issue size that comes without a script."""
+        found = self._by_rules(buf, context)
+        if report is None:
+            report = not context and len(buf) <= MAX_REPORT_BYTES
+        if not report or self.learned is None:
+            return found.by_rules
+        return combine.decide(self.report_evidence(buf, found), self.learned, self.ruleset.context)
+
+    def report_evidence(self, buf: bytes, found: "RuleFindings | None" = None, with_model: bool = True) -> combine.Evidence:
+        """Everything the verdict on a report is decided from (training reads `words` from here)."""
+        found = found or self._by_rules(buf, "")
+        text = decode(buf[:MAX_REPORT_BYTES])
+        features = extract_features(text)
+        signals = model_signals(found.matches, features, found.chain, found.facts) + self._anywhere(text)
+        given = ModelInput(tuple(tokens(text)), tuple(tokens(report_title(text))), tuple(signals))
+        model = self.learned.model if with_model and self.learned is not None else None
+        return combine.Evidence(found.by_rules, found.matches[0].pattern if found.matches else None, features,
+                                found.facts.pt2_frames or found.facts.pt2_types,
+                                model.scores(given) if model else None, given)
+
+    def _anywhere(self, text: str) -> list[str]:
+        """Exception and message rules matched against any line of a report (`__a_<rule>__`): in a
+        cut-off excerpt the error often sits in the title or the prose, not in a final traceback."""
+        return [f"__a_{name}__" for name, regex in self.anywhere.items() if regex.search(text)]
+
+    def _by_rules(self, buf: bytes, context: str) -> "RuleFindings":
         scan = self.scanner.scan(buf)
         chain = final_chain(buf, scan)
         code = _code_texts(buf)
         facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()), code)
         matches = [m for p in self.ruleset.patterns if (m := self._match(p, scan, chain, code, facts))]
-        return self._decide(matches, scan, chain, facts)
+        return RuleFindings(chain, facts, matches, self._decide(matches, scan, chain, facts))
 
     def _match(self, pattern: Pattern, scan: ScanResult, chain: ExceptionChain | None,
                code: list[NumberedLine], facts: Facts) -> Match | None:
@@ -197,6 +259,28 @@ class Classifier:
         return found or next((gb for gb in scan.graph_break_ids if self.registry.get(gb)), None)
 
 
+def report_title(text: str) -> str:
+    """An issue's title, when the report starts with it as `# Title` (how the App and the corpus
+    write title and body together)."""
+    first = text.split("\n", 1)[0]
+    return first[2:] if first.startswith("# ") else ""
+
+
+def model_signals(matches: list[Match], features: Features, chain: ExceptionChain | None, facts: Facts) -> list[str]:
+    """What the rules and features found, as words the text model weighs (`__r_cpp_compile_error__`)."""
+    signals = features.tokens()
+    for position, match in enumerate(matches):
+        signals.append(f"__r_{match.pattern.name}__")
+        signals.append(f"__rc_{match.pattern.category}__")
+        if position == 0:
+            signals.append(f"__win_{match.pattern.category}__")
+    if chain is not None:
+        signals.append("__tb_cut__" if chain.final.type_name == CUT_OFF_TYPE else "__tb__")
+        if facts.pt2_frames:
+            signals.append("__pt2_frames__")
+    return signals
+
+
 def _frame_text(frame) -> str:
     """What `frames` patterns see of a frame: `path in function`."""
     return f"{frame.path} in {frame.function}"
@@ -268,7 +352,24 @@ def final_chain(buf: bytes, scan: ScanResult) -> ExceptionChain | None:
                 [(n, t) for n, t in lines if n <= last_head.line + 200])
             if chain and chain.final.line >= last_head.line:
                 candidates.append(chain)
-    return max(candidates, key=lambda c: c.final.line, default=None)
+    found = max(candidates, key=lambda c: c.final.line, default=None)
+    if len(buf) <= CODE_SCOPE_MAX_BYTES and (found is None or found.final.type_name == CUT_OFF_TYPE):
+        return _from_report_shape(buf, found)
+    return found
+
+
+def _from_report_shape(buf: bytes, found: ExceptionChain | None) -> ExceptionChain | None:
+    """For an issue-sized text whose traceback is missing or cut off: frames pasted without their
+    header, and the exception its title names ("# ... UserError: Could not guard on ...")."""
+    lines = _region(buf, 0, 1)
+    frames_only = found or parse_loose_frames(lines)
+    title = parse_title_exception(lines[0]) if lines and lines[0][1].startswith("# ") else None
+    if title is None:
+        return frames_only
+    if frames_only is None:
+        return title
+    named = title.final
+    return ExceptionChain((RaisedException(named.type_name, named.head, named.message, named.line, frames_only.frames),))
 
 
 def _inside_message(chains: list[ExceptionChain], line: int) -> bool:

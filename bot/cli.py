@@ -13,7 +13,7 @@ from typing import Iterator
 
 from . import __version__
 from .classify import Classifier
-from .evaluate import evaluate
+from .evaluate import Outcome, evaluate
 from .extract import MAX_MARKDOWN_CHARS, request_from_text
 from .logtext import decode
 from .graph_breaks import load_registry
@@ -98,19 +98,45 @@ def read_corpus(path: str) -> list[dict]:
     return cases
 
 
+SPLITS = ("train", "dev", "test")
+
+
+def corpus_path(corpus: str | None, split: str | None) -> Path:
+    """A JSONL file, or a corpus directory plus a split (default: the checkout's real-issue corpus)."""
+    base = Path(corpus) if corpus else Path(__file__).resolve().parents[1] / "tests" / "corpus" / "real"
+    if base.is_dir():
+        if split is None:
+            raise UsageError(f"{base}: a corpus directory needs --split ({'|'.join(SPLITS)})")
+        base = base / f"{split}.jsonl"
+    elif split is not None:
+        raise UsageError("--split goes with a corpus directory, not a single file")
+    if not base.is_file():
+        raise UsageError(f"{base}: no such corpus file")
+    return base
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.split == "test" and args.mistakes:
+        raise UsageError("the test split is scored, never inspected case by case: --mistakes works on train and dev")
     classifier = build_classifier(args.rules)
-    cases = read_corpus(args.corpus)
+    path = corpus_path(args.corpus, args.split)
+    cases = read_corpus(str(path))
     unknown = sorted({c["category"] for c in cases} - set(classifier.ruleset.categories))
     if unknown:
-        raise UsageError(f"{args.corpus}: unknown categories {', '.join(unknown)}")
-    outcomes = [(str(c["id"]), c["category"], classifier.classify_text(c["body"]).category) for c in cases]
+        raise UsageError(f"{path}: unknown categories {', '.join(unknown)}")
+    outcomes = []
+    for case in cases:
+        # recorded cases are a run's output (rules decide), the others what a person wrote
+        verdict = classifier.classify_text(case["body"], report=case.get("source") != "recorded")
+        outcomes.append(Outcome(str(case.get("url") or case["id"]), case["category"], verdict.category,
+                                verdict.confidence, verdict.unsure))
     report = evaluate(outcomes)
+    table = render("eval.txt.j2", report=report, title=str(path), show_mistakes=args.mistakes)
     if args.json:
-        print(render("eval.txt.j2", report=report), end="", file=sys.stderr)
+        print(table, end="", file=sys.stderr)
         print(json.dumps(report.to_dict()))
     else:
-        print(render("eval.txt.j2", report=report), end="")
+        print(table, end="")
     return 0
 
 
@@ -283,7 +309,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate_cmd = add_command(commands, "eval", cmd_eval, "score the classifier on a labeled JSONL corpus",
                                "print the table to stderr and JSON as the last line")
-    evaluate_cmd.add_argument("corpus", help="JSON lines with `body` and `category` (and optionally `id`)")
+    evaluate_cmd.add_argument("corpus", nargs="?",
+                              help="JSON lines with `body` and `category`, or a corpus directory with "
+                                   "train/dev/test.jsonl (default: the checkout's tests/corpus/real)")
+    evaluate_cmd.add_argument("--split", choices=SPLITS, help="which split of a corpus directory to score")
+    evaluate_cmd.add_argument("--mistakes", action="store_true",
+                              help="list the misclassified cases (train and dev only)")
 
     reproduce = add_command(commands, "reproduce", cmd_reproduce,
                             "run a repro in the sandbox with the diagnostics its category needs", "print the report as JSON")

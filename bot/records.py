@@ -120,15 +120,23 @@ class Classification:
     rule: str | None = None  # the pattern that decided, None for fallbacks
     exception_type: str | None = None
     runner_up: str | None = None  # the best other category that also matched
+    decided_by: str = "rule"  # "rule" (a decisive pattern), "model" (text model + features), "fallback"
+    unsure: bool = False  # the confidence is below the calibrated threshold: say so, label `needs triage`
+    alternatives: tuple[tuple[str, float], ...] = ()  # the top categories with their probabilities
+    features: tuple[str, ...] = ()  # what the report's code and prose showed (bot/features.py)
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["evidence"] = [asdict(e) for e in self.evidence]
+        data["alternatives"] = [{"category": c, "probability": p} for c, p in self.alternatives]
+        data["features"] = list(self.features)
         return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "Classification":
         fields = dict(data)
         fields["evidence"] = tuple(Evidence(**e) for e in data.get("evidence", ()))
+        fields["alternatives"] = tuple((a["category"], a["probability"]) for a in data.get("alternatives", ()))
+        fields["features"] = tuple(data.get("features", ()))
         known = cls.__dataclass_fields__
         return cls(**{k: v for k, v in fields.items() if k in known})

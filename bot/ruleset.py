@@ -30,6 +30,7 @@ CATEGORY_IDS = (
     "unknown",
 )
 SCOPES = ("exception", "message", "origin", "frames", "line", "code")
+DECISIVE_SCOPES = ("exception", "message", "origin", "frames")  # the final error, not any line of a log
 FACTS = ("pt2_context", "pt2_code", "pt2_frames", "no_pt2_frames", "exception", "no_exception")
 FORBIDDEN_TEST_FILES = ("test/dynamo/test_misc.py",)
 ARTIFACT_KINDS = ("trace", "compile_debug", "minifier")
@@ -70,12 +71,27 @@ class Pattern:
     requires: tuple[str, ...]
     confidence: float
     order: int  # position in the file: breaks priority ties
+    # A decisive match on the final error decides alone; any other match is evidence the text model
+    # weighs (default: decisive when it reads the final error, not when it reads any log line or code).
+    decisive: bool = False
+
+
+@dataclass(frozen=True)
+class ContextRule:
+    """When the verdict is one of `when` and the report's code shows `feature`, the verdict is
+    `category`: the entry point the user called owns the failure (an Unsupported inside
+    torch.export is an export failure)."""
+
+    when: tuple[str, ...]
+    feature: str
+    category: str
 
 
 @dataclass(frozen=True)
 class Ruleset:
     categories: Mapping[str, Category]
     patterns: tuple[Pattern, ...]  # sorted: highest priority first, then file order
+    context: tuple[ContextRule, ...] = ()
 
     def in_scope(self, scope: str) -> tuple[Pattern, ...]:
         return tuple(p for p in self.patterns if p.scope == scope)
@@ -143,6 +159,8 @@ def parse_pattern(raw: Any, order: int, where: str, categories: Mapping[str, Cat
         _require(fact in FACTS, where, f"unknown fact {fact!r} in requires (known: {', '.join(FACTS)})")
     confidence = raw.get("confidence", 0.7)
     _require(isinstance(confidence, (int, float)) and 0 < confidence <= 1, where, "confidence must be in (0, 1]")
+    decisive = raw.get("decisive", raw["in"] in DECISIVE_SCOPES)
+    _require(isinstance(decisive, bool), where, "decisive must be true or false")
     try:
         re2.compile(raw["regex"])
     except re2.error as exc:
@@ -156,6 +174,7 @@ def parse_pattern(raw: Any, order: int, where: str, categories: Mapping[str, Cat
         requires=requires,
         confidence=float(confidence),
         order=order,
+        decisive=decisive,
     )
 
 
@@ -175,7 +194,19 @@ def parse_ruleset(categories_doc: Any, patterns_doc: Any, *, where: str = "rules
     dupes = sorted({n for n in names if names.count(n) > 1})
     _require(not dupes, f"{where}/patterns.yaml", f"duplicate pattern names: {', '.join(dupes)}")
     ranked = tuple(sorted(patterns, key=lambda p: (-p.priority, p.order)))
-    return Ruleset(categories=categories, patterns=ranked)
+    context = tuple(parse_context_rule(raw, i, f"{where}/patterns.yaml", categories)
+                    for i, raw in enumerate(patterns_doc.get("context") or []))
+    return Ruleset(categories=categories, patterns=ranked, context=context)
+
+
+def parse_context_rule(raw: Any, order: int, where: str, categories: Mapping[str, Category]) -> ContextRule:
+    where = f"{where}: context rule #{order + 1}"
+    _require(isinstance(raw, dict), where, "must be a mapping")
+    when = _str_list(raw.get("when"), f"{where}.when")
+    for category in when + (raw.get("category"),):
+        _require(category in categories, where, f"category {category!r} is not defined in categories.yaml")
+    _require(isinstance(raw.get("feature"), str) and ":" in raw["feature"], where, "needs a feature name like entry:export")
+    return ContextRule(when=when, feature=raw["feature"], category=raw["category"])
 
 
 # libyaml's loader parses the rules ~20x faster than the pure-Python one (0.2 s of every CLI start).

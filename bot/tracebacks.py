@@ -26,6 +26,7 @@ IPYTHON_HEADER_RE = re.compile(r"^[A-Za-z_][\w.]*\s+Traceback \(most recent call
 # and `<ipython-input-3-..> in <module>`. Source lines (`   11 x = 1`, `---> 12 y()`) are skipped.
 IPYTHON_FRAME_RES = (
     re.compile(r"^File (?P<path>.+?):(?P<line>\d+), in (?P<func>[^\s(]+)"),
+    re.compile(r"^\[(?P<path>[^\]]+\.py)\]\([^)]*\) in (?P<func>[^\s(]+)"),  # Colab links its frames
     re.compile(r"^Cell (?P<path>In ?\[[^\]]*\]), line (?P<line>\d+)"),
     re.compile(r"^(?P<path><ipython-input-[^>]*>|\S+\.py) in (?P<func>[^\s(]+)"),
 )
@@ -189,6 +190,42 @@ def _pytest_frames(lines: Sequence[NumberedLine], until: int) -> Iterable[Frame]
         if frame:
             section.append(Frame(frame["path"], int(frame["line"]), frame["func"] or ""))
     return section
+
+
+# An exception named in an issue's title: "torch compile fails: torch._dynamo.exc.UserError: Could not ..."
+TITLE_EXCEPTION_RE = re.compile(
+    r"(?:^|[\s`'\"(\[,])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Unsupported|LimitHit|Violation|Failed))"
+    r":\s*(?P<msg>.*)$")
+
+
+def parse_title_exception(title: NumberedLine) -> ExceptionChain | None:
+    """The exception an issue's title names, as "Type: message" (only when the body shows none)."""
+    number, text = title
+    match = TITLE_EXCEPTION_RE.search(text.lstrip("# ").strip("`"))
+    if not match:
+        return None
+    head = f"{match['type']}: {match['msg'].strip().strip('`')}"
+    return ExceptionChain((RaisedException(match["type"], head, head, number),))
+
+
+def parse_loose_frames(lines: Sequence[NumberedLine]) -> ExceptionChain | None:
+    """The last run of traceback frames pasted without their header or exception line (an excerpt
+    cut at both ends): where the error was going is still evidence."""
+    runs: list[list[Frame]] = []
+    last_line, previous = 0, -10
+    for index, (number, text) in enumerate(lines):
+        match = FRAME_RE.match(text) or next((m for rx in IPYTHON_FRAME_RES if (m := rx.match(text))), None)
+        if not match:
+            continue
+        groups = match.groupdict()
+        frame = Frame(groups["path"], int(groups.get("line") or 0), (groups.get("func") or "").strip())
+        if index - previous > 12 or not runs:
+            runs.append([])
+        runs[-1].append(frame)
+        previous, last_line = index, number
+    if not runs:
+        return None
+    return ExceptionChain((RaisedException(CUT_OFF_TYPE, CUT_OFF_TYPE, "", last_line, tuple(runs[-1])),))
 
 
 def parse_bare_exception(lines: Sequence[NumberedLine]) -> ExceptionChain | None:

@@ -1,0 +1,111 @@
+"""One verdict from all the evidence: the ranked rules, the code and prose features, the text model (pure).
+
+The order of trust, each step measured on held-out real reports (scripts/train_text_model.py):
+1. A decisive rule on the final error wins (an `Unsupported` raised by Dynamo is a graph break
+   whatever the title says). Its confidence is that rule's precision on held-out reports.
+2. Otherwise the text model's distribution decides; it has read the title, the body, the code
+   features and which weak rules fired.
+3. `not_pt2` needs positive evidence. A report whose code calls the compiler, or whose error runs
+   through it, is never `not_pt2` unless the reporter says eager fails too. One that only names
+   the compiler in its prose can be `not_pt2`, but never with more than `MENTIONED_NOT_PT2_CAP`.
+4. Context rules (patterns.yaml) re-file the verdict by the entry point the code calls: a
+   data-dependent guard inside torch.export is an export failure.
+Confidence is calibrated so that it means the probability of being right; below the threshold
+fitted in training the verdict is `unsure` and names its top alternatives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from .features import Features
+from .records import Classification
+from .ruleset import ContextRule, Pattern
+from .textmodel import LearnedParts, ModelInput
+
+NOT_PT2 = "not_pt2"
+UNKNOWN = "unknown"
+MAX_ALTERNATIVES = 3
+MENTIONED_NOT_PT2_CAP = 0.75  # "not a compiler bug" for a report that talks about the compiler stays a doubt
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the classifier found, before the decision."""
+
+    by_rules: Classification  # the ranked rules' own verdict
+    winner: Pattern | None  # the rule that decided it, if any
+    features: Features
+    pt2_trace: bool  # the final error passes through, or is raised by, the compiler stack
+    probabilities: Mapping[str, float] | None  # the text model's distribution, None without a model
+    model_input: ModelInput | None = None  # what the model read, for training and debugging
+
+    @property
+    def calls_pt2(self) -> bool:
+        """Strong evidence: the code calls the compiler, or the error runs through it."""
+        return self.pt2_trace or self.features.pt2_entry_point
+
+    @property
+    def mentions_pt2(self) -> bool:
+        return self.calls_pt2 or self.features.has("mention:pt2")
+
+
+def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[ContextRule, ...] = ()) -> Classification:
+    """The verdict (pure). Without a trained model the rules alone decide, as before."""
+    if learned is None or evidence.probabilities is None:
+        return evidence.by_rules
+    winner = evidence.winner
+    if winner is not None and winner.decisive and winner.category not in (NOT_PT2, UNKNOWN):
+        raw = learned.rule_precision.get(winner.name, winner.confidence)
+        category, how = winner.category, "rule"
+        probabilities = dict(evidence.probabilities)
+    else:
+        probabilities = dict(evidence.probabilities)
+        if evidence.calls_pt2 and not evidence.features.says_eager_fails_too:
+            probabilities.pop(NOT_PT2, None)  # it calls the compiler and nobody said eager fails too
+        category = max(probabilities, key=probabilities.get)
+        raw, how = probabilities[category], calibration_curve(evidence, category)
+    confidence = learned.calibration(how, raw)
+    if category == NOT_PT2 and evidence.mentions_pt2:
+        confidence = min(confidence, MENTIONED_NOT_PT2_CAP)
+    category = refiled(category, evidence.features, context)
+    return _verdict(evidence, category, confidence, "rule" if how == "rule" else "model", probabilities, learned)
+
+
+def calibration_curve(evidence: Evidence, category: str) -> str:
+    """Which calibration curve a model verdict is read on: `not_pt2` verdicts have their own."""
+    return "model_not_pt2" if category == NOT_PT2 else "model"
+
+
+def refiled(category: str, features: Features, context: tuple[ContextRule, ...]) -> str:
+    """The first context rule that applies re-files the verdict to the entry point's category."""
+    for rule in context:
+        if category in rule.when and features.has(rule.feature):
+            return rule.category
+    return category
+
+
+def _verdict(evidence: Evidence, category: str, confidence: float, decided_by: str,
+             probabilities: Mapping[str, float], learned: LearnedParts) -> Classification:
+    ranked = sorted(probabilities.items(), key=lambda item: -item[1])
+    alternatives = tuple((c, round(p, 2)) for c, p in ranked[:MAX_ALTERNATIVES])
+    base = evidence.by_rules
+    runner_up = next((c for c, _ in ranked if c != category), None)
+    return replace(
+        base,
+        category=category,
+        confidence=round(confidence, 2),
+        signature=_with_category(base.signature, category),
+        rule=base.rule if decided_by == "rule" else None,
+        runner_up=runner_up,
+        decided_by=decided_by,
+        unsure=confidence < learned.calibration.unsure_below,
+        alternatives=alternatives,
+        features=tuple(sorted(evidence.features.names)),
+    )
+
+
+def _with_category(signature: str, category: str) -> str:
+    """Signatures start with the category; the rest (exception type, message) stays the rules'."""
+    rest = signature.split("|", 1)[1] if "|" in signature else signature
+    return f"{category}|{rest}"

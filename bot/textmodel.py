@@ -1,0 +1,158 @@
+"""The learned text model: TF-IDF over a report's words, a linear layer, a softmax (pure).
+
+It reads what the rules cannot: the title and the prose ("twice as slow as eager", "the outputs of
+the compiled model differ", "it keeps recompiling"), and it learns how far to trust the weak
+signals (a line-scope rule hit, a code feature) from real reports. It is trained by
+`scripts/train_text_model.py` with scikit-learn on the train split of tests/corpus/real/ and
+stored as plain JSON in rules/text_model.json (reviewable, no pickle). Inference needs no
+scikit-learn and no numpy: one report has a few hundred distinct terms, so a dict lookup per term
+is faster than importing either.
+
+`tokens()` is the single tokenizer: training passes it to scikit-learn as the analyzer, so the
+words the model was trained on are exactly the words it sees here.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Iterable, Mapping
+
+URL_RE = re.compile(r"https?://\S+")
+MENTION_RE = re.compile(r"(?<![\w.])@[\w-]+")
+HEX_RE = re.compile(r"\b0x[0-9a-f]+\b")
+WORD_RE = re.compile(r"[a-z_][a-z0-9_]*")
+DOTTED_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+")
+MAX_MODEL_CHARS = 64 << 10  # the model reads the head of an input: an issue body is at most 64 KiB
+STOP_WORDS = frozenset("""a an and are as at be but by for from has have i if in into is it its of on or so
+that the their then there these this to was we were will with you your""".split())
+
+
+def tokens(text: str, extra: Iterable[str] = ()) -> list[str]:
+    """Words, dotted names (`torch._dynamo.exc.unsupported`) and word bigrams of `text`, lower-cased,
+    without URLs, @mentions and numbers; `extra` tokens (features, rule hits) are appended as is."""
+    text = MENTION_RE.sub(" ", URL_RE.sub(" ", text[:MAX_MODEL_CHARS].lower()))
+    text = HEX_RE.sub(" ", text)
+    words = [w for w in WORD_RE.findall(text) if len(w) > 1 and w not in STOP_WORDS]
+    found = words + DOTTED_RE.findall(text)
+    found.extend(f"{a} {b}" for a, b in zip(words, words[1:]))
+    found.extend(extra)
+    return found
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """What the model reads of one report, in three blocks weighted apart (so that a few strong
+    signals are not drowned by a long log, and the title counts as much as the whole body)."""
+
+    text: tuple[str, ...]  # tokens() of the body (title included)
+    title: tuple[str, ...]  # tokens() of the title alone
+    signals: tuple[str, ...]  # rule hits and features: `__r_cpp_compile_error__`, `__f_entry_compile__`
+
+    def block(self, name: str) -> tuple[str, ...]:
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One feature block: `tfidf` (sublinear tf * idf, l2-normalised) or `binary` (present or not),
+    times `scale`; `terms` maps a term to (idf, weight per class)."""
+
+    name: str
+    kind: str
+    scale: float
+    terms: Mapping[str, tuple[float, tuple[float, ...]]]
+
+    def values(self, words: Iterable[str]) -> dict[str, float]:
+        counts: dict[str, int] = {}
+        for word in words:
+            if word in self.terms:
+                counts[word] = counts.get(word, 0) + 1
+        if self.kind == "binary":
+            return {w: self.scale for w in counts}
+        weights = {w: (1.0 + math.log(n)) * self.terms[w][0] for w, n in counts.items()}
+        norm = math.sqrt(sum(v * v for v in weights.values())) or 1.0
+        return {w: self.scale * v / norm for w, v in weights.items()}
+
+
+@dataclass(frozen=True)
+class TextModel:
+    classes: tuple[str, ...]
+    blocks: tuple[Block, ...]
+    intercept: tuple[float, ...]
+
+    def scores(self, given: ModelInput) -> dict[str, float]:
+        """Class probabilities: the softmax of the blocks' linear scores."""
+        logits = list(self.intercept)
+        for block in self.blocks:
+            for word, value in block.values(given.block(block.name)).items():
+                for index, coef in enumerate(block.terms[word][1]):
+                    logits[index] += value * coef
+        top = max(logits)
+        exps = [math.exp(v - top) for v in logits]
+        total = sum(exps)
+        return {c: e / total for c, e in zip(self.classes, exps)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "TextModel":
+        classes = tuple(data["classes"])
+        blocks = []
+        for raw in data["blocks"]:
+            terms = {t: (float(v[0]), tuple(float(x) for x in v[1:])) for t, v in raw["terms"].items()}
+            bad = [t for t, (_, w) in terms.items() if len(w) != len(classes)]
+            if bad or raw["name"] not in ModelInput.__dataclass_fields__ or raw["kind"] not in ("tfidf", "binary"):
+                raise ValueError(f"text model: block {raw['name']!r} does not fit {len(classes)} classes (e.g. {bad[:3]})")
+            blocks.append(Block(raw["name"], raw["kind"], float(raw["scale"]), terms))
+        if len(data["intercept"]) != len(classes):
+            raise ValueError("text model: intercept does not match its classes")
+        return cls(classes, tuple(blocks), tuple(float(x) for x in data["intercept"]))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Maps a raw confidence to the probability of being right, piecewise linear through points
+    fitted on held-out predictions (isotonic regression), one curve per way of deciding."""
+
+    curves: Mapping[str, tuple[tuple[float, float], ...]]  # "rule" | "model" -> ((raw, calibrated), ...)
+    unsure_below: float
+
+    def __call__(self, how: str, raw: float) -> float:
+        points = self.curves.get(how)
+        if not points:
+            return raw
+        if raw <= points[0][0]:
+            return points[0][1]
+        for (x0, y0), (x1, y1) in zip(points, points[1:]):
+            if raw <= x1:
+                return y0 + (y1 - y0) * ((raw - x0) / (x1 - x0) if x1 > x0 else 1.0)
+        return points[-1][1]
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Calibration":
+        curves = {k: tuple((float(x), float(y)) for x, y in v) for k, v in data.get("curves", {}).items()}
+        return cls(curves, float(data.get("unsure_below", 0.5)))
+
+
+@dataclass(frozen=True)
+class LearnedParts:
+    model: TextModel
+    calibration: Calibration
+    rule_precision: Mapping[str, float]  # deciding rule -> precision measured on held-out cases
+    trained_on: Mapping  # what the training script recorded: corpus, split sizes, hyper-parameters
+
+
+def parse_learned(data: Mapping) -> LearnedParts:
+    return LearnedParts(TextModel.from_dict(data["model"]), Calibration.from_dict(data.get("calibration", {})),
+                        {k: float(v) for k, v in data.get("rule_precision", {}).items()}, data.get("trained_on", {}))
+
+
+@lru_cache(maxsize=1)
+def load_learned() -> LearnedParts | None:
+    """rules/text_model.json, or None when it has not been trained yet (rules alone then decide)."""
+    resource = resources.files("bot.rules").joinpath("text_model.json")
+    if not resource.is_file():
+        return None
+    return parse_learned(json.loads(resource.read_text(encoding="utf-8")))

@@ -1,0 +1,218 @@
+"""Train the text model and fit the confidence calibration (writes bot/rules/text_model.json).
+
+Reads only the train and dev splits of tests/corpus/real/ (never test). Deterministic: the same
+corpus and code give byte-identical JSON.
+
+1. Each report becomes the tokens the classifier feeds its model (`Classifier.report_evidence`: words,
+   dotted names, bigrams, plus the code/prose features and which rules fired).
+2. TF-IDF (sublinear tf, l2) and a multinomial logistic regression (scikit-learn). The inverse
+   regularisation C is picked by 5-fold cross-validation over train+dev, on the accuracy of the
+   *combined* verdict (rules, features and model together, as `classify` decides).
+3. Calibration: each train+dev report is predicted by a model trained on the other folds; the
+   combined verdict's raw confidence is then mapped to "probability of being right" by isotonic
+   regression, one curve per way of deciding (decisive rule / model / nothing touches PT2), with
+   Laplace-smoothed blocks so that no confidence reads 1.0 from a handful of cases.
+4. The final model is trained on all of train+dev.
+
+    pip install -e '.[train]' && python scripts/train_text_model.py [--check]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sparse
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bot import combine  # noqa: E402
+from bot.classify import Classifier  # noqa: E402
+from bot.graph_breaks import load_registry  # noqa: E402
+from bot.ruleset import load_ruleset  # noqa: E402
+from bot.textmodel import ModelInput, parse_learned  # noqa: E402
+
+CORPUS = ROOT / "tests" / "corpus" / "real"
+OUT = ROOT / "bot" / "rules" / "text_model.json"
+C_GRID = (3.0, 10.0, 30.0, 100.0)
+# (block, kind, scale): the body's words, the title's words, the rule hits and features
+BLOCKS = (("text", "tfidf", 1.0), ("title", "tfidf", 1.0), ("signals", "binary", 0.5))
+FOLDS = 5
+SEED = 0
+MIN_WEIGHT = 1e-3  # terms whose weights are all smaller than this are dropped from the JSON
+UNSURE_BELOW = 0.5
+
+
+def load_cases(split: str) -> list[dict]:
+    return [json.loads(line) for line in (CORPUS / f"{split}.jsonl").read_text(encoding="utf-8").splitlines() if line]
+
+
+def identity(_: list[str]) -> list[str]:
+    return _
+
+
+class BlockModel:
+    """The vectorizers of the blocks and the logistic regression over their concatenation."""
+
+    def __init__(self, inputs: list[ModelInput], labels: list[str], c: float):
+        self.vectorizers = []
+        matrices = []
+        for name, kind, scale in BLOCKS:
+            if kind == "tfidf":
+                vectorizer = TfidfVectorizer(analyzer=identity, sublinear_tf=True, min_df=2 if name == "text" else 1,
+                                             norm="l2", smooth_idf=True)
+            else:
+                vectorizer = CountVectorizer(analyzer=identity, binary=True)
+            matrices.append(scale * vectorizer.fit_transform([list(i.block(name)) for i in inputs]))
+            self.vectorizers.append(vectorizer)
+        self.model = LogisticRegression(C=c, max_iter=5000, class_weight="balanced")
+        self.model.fit(sparse.hstack(matrices).tocsr(), labels)
+
+    def predict(self, inputs: list[ModelInput]) -> list[dict[str, float]]:
+        matrices = [scale * v.transform([list(i.block(name)) for i in inputs])
+                    for v, (name, _, scale) in zip(self.vectorizers, BLOCKS)]
+        rows = self.model.predict_proba(sparse.hstack(matrices).tocsr())
+        return [dict(zip(self.model.classes_, map(float, row))) for row in rows]
+
+    def to_json(self) -> dict:
+        coef, offset, blocks = self.model.coef_, 0, []
+        for vectorizer, (name, kind, scale) in zip(self.vectorizers, BLOCKS):
+            terms = {}
+            for term, index in sorted(vectorizer.vocabulary_.items()):
+                weights = coef[:, offset + index]
+                if np.abs(weights).max() < MIN_WEIGHT:
+                    continue
+                idf = float(vectorizer.idf_[index]) if kind == "tfidf" else 1.0
+                terms[term] = [round(idf, 5)] + [round(float(w), 5) for w in weights]
+            offset += len(vectorizer.vocabulary_)
+            blocks.append({"name": name, "kind": kind, "scale": scale, "terms": terms})
+        return {"classes": list(self.model.classes_), "blocks": blocks,
+                "intercept": [round(float(b), 5) for b in self.model.intercept_]}
+
+
+def rule_precision(cases: list[dict], evidences: list[combine.Evidence]) -> dict[str, float]:
+    """Per decisive rule: how often its category was the hand label (Laplace-smoothed towards the
+    rule's own stated confidence, weight 2)."""
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    prior = {}
+    for case, evidence in zip(cases, evidences):
+        winner = evidence.winner
+        if winner is not None and winner.decisive and winner.category not in (combine.NOT_PT2, combine.UNKNOWN):
+            hits[winner.name][0] += winner.category == case["category"]
+            hits[winner.name][1] += 1
+            prior[winner.name] = winner.confidence
+    return {name: round((right + 2 * prior[name]) / (total + 2), 4) for name, (right, total) in sorted(hits.items())}
+
+
+def smoothed_isotonic(raw: list[float], right: list[int]) -> list[list[float]]:
+    """Isotonic fit of correctness on raw confidence, each block's rate Laplace-smoothed, as points."""
+    if len(raw) < 5:
+        return []
+    order = np.argsort(raw, kind="stable")
+    x, y = np.array(raw)[order], np.array(right, dtype=float)[order]
+    fitted = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit_transform(x, y)
+    points, start = [], 0
+    for end in range(1, len(x) + 1):
+        if end == len(x) or fitted[end] != fitted[start]:
+            block = y[start:end]
+            rate = (block.sum() + 1) / (len(block) + 2)
+            points.append([round(float(x[start]), 4), round(float(rate), 4)])
+            if end - start > 1:
+                points.append([round(float(x[end - 1]), 4), round(float(rate), 4)])
+            start = end
+    best = 0.0
+    for point in points:  # keep it monotone after smoothing
+        best = point[1] = max(best, point[1])
+    return points
+
+
+def combined_outcomes(cases, evidences, probabilities, learned_stub, context):
+    """(curve, raw confidence, right, verdict) of each case's combined verdict, with identity calibration."""
+    outcomes = []
+    for case, evidence, probs in zip(cases, evidences, probabilities):
+        verdict = combine.decide(combine.Evidence(evidence.by_rules, evidence.winner, evidence.features,
+                                                  evidence.pt2_trace, probs), learned_stub, context)
+        how = "rule" if verdict.decided_by == "rule" else combine.calibration_curve(evidence, verdict.category)
+        outcomes.append((how, verdict.confidence, int(verdict.category == case["category"]), verdict.category))
+    return outcomes
+
+
+def stub(model_json: dict, precisions: dict[str, float]):
+    return parse_learned({"model": model_json, "calibration": {"curves": {}, "unsure_below": UNSURE_BELOW},
+                          "rule_precision": precisions})
+
+
+def cross_validated(cases, inputs, evidences, precisions, c, context) -> list[tuple]:
+    labels = [case["category"] for case in cases]
+    folds = StratifiedKFold(n_splits=FOLDS, shuffle=True, random_state=SEED)
+    counts = Counter(labels)
+    strata = [label if counts[label] >= FOLDS else "_rare" for label in labels]
+    probabilities = [None] * len(cases)
+    for train_index, held_index in folds.split(inputs, strata):
+        model = BlockModel([inputs[i] for i in train_index], [labels[i] for i in train_index], c)
+        for index, probs in zip(held_index, model.predict([inputs[i] for i in held_index])):
+            probabilities[index] = probs
+    learned = stub({"classes": ["x"], "blocks": [], "intercept": [0.0]}, precisions)
+    return combined_outcomes(cases, evidences, probabilities, learned, context)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 if text_model.json is not what training gives")
+    parser.add_argument("--errors", action="store_true",
+                        help="also list the cross-validated mistakes on train+dev (each predicted by a model that never saw it)")
+    args = parser.parse_args()
+    cases = load_cases("train") + load_cases("dev")
+    classifier = Classifier(load_ruleset(), load_registry(), learned=None)
+    evidences = [classifier.report_evidence(case["body"].encode("utf-8", "surrogateescape")) for case in cases]
+    inputs = [evidence.model_input for evidence in evidences]
+    precisions = rule_precision(cases, evidences)
+    context = classifier.ruleset.context
+
+    scores = {}
+    for c in C_GRID:
+        outcomes = cross_validated(cases, inputs, evidences, precisions, c, context)
+        scores[c] = sum(o[2] for o in outcomes) / len(outcomes)
+        print(f"C={c:g}: cross-validated combined accuracy {scores[c]:.3f}", file=sys.stderr)
+    best_c = max(C_GRID, key=lambda c: (round(scores[c], 4), -c))
+    outcomes = cross_validated(cases, inputs, evidences, precisions, best_c, context)
+
+    if args.errors:
+        for case, (how, raw, right, verdict) in zip(cases, outcomes):
+            if not right:
+                print(f"{case['category'][:16]:16s} -> {verdict[:16]:16s} {how[:6]} {raw:.2f}  {case['url'][19:]}  "
+                      f"{case['title'][:70]}", file=sys.stderr)
+    curves = {}
+    for how in ("rule", "model", "model_not_pt2"):
+        picked = [(raw, right) for h, raw, right, _ in outcomes if h == how]
+        curves[how] = smoothed_isotonic([p[0] for p in picked], [p[1] for p in picked])
+    model = BlockModel(inputs, [case["category"] for case in cases], best_c)
+    digest = hashlib.sha256("".join(case["url"] + case["category"] for case in cases).encode()).hexdigest()[:16]
+    result = {
+        "model": model.to_json(),
+        "calibration": {"curves": curves, "unsure_below": UNSURE_BELOW},
+        "rule_precision": precisions,
+        "trained_on": {"splits": ["train", "dev"], "cases": len(cases), "corpus_sha256_16": digest, "C": best_c,
+                       "cross_validated_accuracy": round(scores[best_c], 4), "folds": FOLDS},
+    }
+    text = json.dumps(result, sort_keys=True, separators=(",", ":")) + "\n"
+    if args.check:
+        sys.exit(0 if OUT.is_file() and OUT.read_text(encoding="utf-8") == text else 1)
+    OUT.write_text(text, encoding="utf-8")
+    by_how = Counter(o[0] for o in outcomes)
+    terms = sum(len(block["terms"]) for block in result["model"]["blocks"])
+    print(f"wrote {OUT.relative_to(ROOT)}: {terms} terms, C={best_c:g}, "
+          f"cross-validated accuracy {scores[best_c]:.3f}; decided by {dict(by_how)}")
+
+
+if __name__ == "__main__":
+    main()
