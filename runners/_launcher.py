@@ -1,8 +1,15 @@
-"""In-sandbox launcher: runs as the first process of the run (PID 1 of its namespace when there is
-one), forks the target with rlimits applied, reports how it ended on a private pipe, and makes sure
-nothing it started outlives it.
+"""In-sandbox launcher: the first process of the run (PID 1 of the sandbox's PID namespace under
+bubblewrap), forks the target with rlimits applied, reports how it ended on a private pipe, and makes
+sure nothing it started outlives it.
 
-Usage (by runners/sandbox.py only): python -I -S _launcher.py STATUS_FD CPU_S AS_BYTES -- ARGV...
+Usage (by runners/sandbox.py only): python -I -S _launcher.py CONFIG_JSON -- ARGV...
+CONFIG_JSON: {"status_fd", "evidence_fd" (-1: none), "cpu_s", "as_bytes", "nproc", "fsize_bytes",
+"term_handler" (unsafe mode only: SIGTERM kills the target, then we report)}; 0 means no limit.
+
+The script cannot forge the report: the status fd exists only here (every other fd is closed, the
+target never gets it), and the launcher is not dumpable, so a process of the same uid cannot open
+/proc/1/fd or /proc/1/mem (ptrace and pidfd_getfd are refused by the seccomp filter anyway). As
+PID 1 without signal handlers it cannot be killed from inside the namespace.
 Standalone on purpose: stdlib only, no imports from the project, so `-I -S` start-up stays fast.
 """
 import ctypes
@@ -13,18 +20,23 @@ import signal
 import sys
 import time
 
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def set_limits(cpu_s: int, as_bytes: int) -> None:
+def set_limits(config: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cpu_s > 0:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
-    if as_bytes > 0:
-        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+    if config.get("cpu_s"):
+        resource.setrlimit(resource.RLIMIT_CPU, (config["cpu_s"], config["cpu_s"] + 5))
+    if config.get("as_bytes"):
+        resource.setrlimit(resource.RLIMIT_AS, (config["as_bytes"], config["as_bytes"]))
+    if config.get("fsize_bytes"):
+        resource.setrlimit(resource.RLIMIT_FSIZE, (config["fsize_bytes"], config["fsize_bytes"]))
+    if config.get("nproc"):  # tasks, threads included, of this uid in the sandbox's own user namespace
+        resource.setrlimit(resource.RLIMIT_NPROC, (config["nproc"], config["nproc"]))
 
 
-def children_of(pid: int) -> list[int]:
+def children_of(pid: int) -> list:
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -64,24 +76,41 @@ def kill_leftovers() -> None:
                 break
 
 
+def close_other_fds(keep: tuple) -> None:
+    """Everything we inherited (bubblewrap's, the caller's) except stdio and our own pipes."""
+    keep = sorted({0, 1, 2, *[fd for fd in keep if fd >= 0]})
+    start = 0
+    for fd in keep + [1 << 20]:
+        if fd > start:
+            os.closerange(start, fd)
+        start = fd + 1
+
+
 def main() -> None:
-    status_fd, cpu_s, as_bytes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    config = json.loads(sys.argv[1])
     argv = sys.argv[sys.argv.index("--") + 1:]
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    status_fd, evidence_fd = int(config["status_fd"]), int(config.get("evidence_fd", -1))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if os.getpid() != 1:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    close_other_fds((status_fd, evidence_fd))
     stop = []  # the target's pid, once there is one (a SIGTERM before that only marks the wish)
-    signal.signal(signal.SIGTERM, lambda *_: kill_quietly(stop[0]) if stop else stop.append(0))
+    if config.get("term_handler"):
+        signal.signal(signal.SIGTERM, lambda *_: kill_quietly(stop[0]) if stop else stop.append(0))
     target = os.fork()
     if target == 0:
         os.close(status_fd)
-        set_limits(cpu_s, as_bytes)
+        if evidence_fd >= 0:
+            os.set_inheritable(evidence_fd, True)
         try:
+            set_limits(config)
             os.execvp(argv[0], argv)
         except OSError as exc:
             sys.stderr.write(f"sandbox: cannot run {argv[0]}: {exc.strerror}\n")
             os._exit(127)
+    if evidence_fd >= 0:
+        os.close(evidence_fd)  # the reader sees EOF once the target and its children are gone
     if stop:  # asked to stop (timeout) before the target existed
         kill_quietly(target)
     stop[:] = [target]
