@@ -2,11 +2,24 @@
 
 Importing torch (with Dynamo and Inductor) costs ~2.5 s here, and minimization or a flakiness
 check runs a script dozens of times. `WarmWorker.run` takes the same RunSpec as `sandbox.run` and
-returns the same RunResult (with `warm=True`), under the same rules: scrubbed environment, new
-network/PID/mount namespaces, rlimits, a fresh workdir, capped output read while it is written,
-a timeout that SIGTERMs then SIGKILLs, every leftover process killed. The server
-(`_worker_server.py`) never runs user code and never initialises CUDA, so each run is a fork of
-a pristine, never-compiled interpreter: fresh Dynamo counters, caches and Inductor state.
+returns the same RunResult (with `warm=True`), under the same rules. The server
+(`_worker_server.py`) runs inside bubblewrap like a cold run (no network, read-only system, uid
+65534, no capabilities, its own PID namespace), and sees only two directories of ours: the runs
+directory (each run's workdir, made by us) and the caches directory (one per job). Each run is a
+fork of it that first builds namespaces of its own (user, mount, PID, network, IPC, UTS), mounts a
+fresh /proc and private /tmp and /dev/shm, binds only its own workdir at /sandbox (and its job's
+cache at /cache), hides the others, drops every capability and installs the same seccomp filter a
+cold run gets; the script runs in a child of that, whose PID namespace dies with it (see the server's
+docstring). A run therefore cannot change what the next one sees: no mount, daemon, file in /tmp
+or cache of another job survives it. A server that could not clean up after a run (a process left
+over) is replaced before the next run, not reused. The server never runs user code and never
+initialises CUDA, so each run is a fork of a pristine, never-compiled interpreter: fresh Dynamo
+counters, caches and Inductor state.
+
+Caches: a run with `cache_dir` gets the job's compile cache at /cache, as a cold run does, but the
+directory behind it is the worker's (or the pool's) own `caches/<hash of cache_dir>`: the server's
+sandbox cannot see directories made after it started. Warm runs of one job share it; a cold run of
+the same job uses `cache_dir` itself, so warm and cold runs do not share compiled kernels.
 
 It falls back to a cold `sandbox.run` (and says `warm=False`) whenever a warm run could differ
 from a cold one:
@@ -15,7 +28,8 @@ from a cold one:
   before it saw them. Only `WARM_SAFE_ENV` is re-applied after the import (PYTHONFAULTHANDLER
   enables faulthandler, OMP_NUM_THREADS calls torch.set_num_threads), and a variable set to the
   value every run gets anyway (e.g. PYTHONUNBUFFERED=1) is harmless;
-- the spec runs a command (`argv`), another interpreter, or other network isolation than the worker's;
+- the spec runs a command (`argv`), another interpreter, in a caller's workdir, with a GPU, or with
+  other network isolation or sandbox mode than the worker's;
 - CUDA (`run(spec, cuda=True)`): GPU runs are always cold. The server itself never initialises
   CUDA (its preload answers torch's import-time `cuda.is_available()` through NVML, and it refuses
   to serve if a fork of it would be a "bad fork"), so even a CPU run on a GPU host, where Dynamo
@@ -25,15 +39,16 @@ Runs are serialised (one server, one run at a time); callers may still call from
 threads. For parallel runs use several workers (runners/pool.py).
 Known differences from a cold run: warnings torch prints while it is imported (e.g. "Failed to
 initialize NumPy") were printed by the server, not the run; the CPU-time limit does not count
-the import.
+the import; limits are rlimits (a cgroup v2 applies to cold runs only).
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -43,7 +58,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import sandbox
+from . import safefs, sandbox, seccomp
 from .sandbox import Prepared, RunResult, RunSpec
 
 log = logging.getLogger(__name__)
@@ -56,6 +71,9 @@ START_TIMEOUT_S = 180
 KILL_BACKSTOP_S = 10  # after a kill, how long the server gets to report before we kill it too
 MAX_RESTARTS = 1
 MAX_MESSAGE = 1 << 20
+INSIDE_RUNS = "/pt2w/runs"
+INSIDE_CACHES = "/pt2w/caches"
+SERVER_TMP_BYTES = 64 << 20
 
 
 class WorkerUnavailable(RuntimeError):
@@ -66,27 +84,46 @@ def warm_safe_env(env) -> bool:
     return all(name in WARM_SAFE_ENV or STARTUP_DEFAULTS.get(name) == value for name, value in env.items())
 
 
+def cache_key(cache_dir: str) -> str:
+    """The name of a job's cache in the worker's caches directory."""
+    return hashlib.sha256(os.path.realpath(cache_dir).encode()).hexdigest()[:16]
+
+
 class WarmWorker:
     """Context manager around one fork-server; `run` has `sandbox.run`'s contract."""
 
     def __init__(self, preload: tuple[str, ...] = ("torch",), python: str = sys.executable,
-                 isolate_network: bool = True, start_timeout_s: float = START_TIMEOUT_S):
+                 isolate_network: bool = True, start_timeout_s: float = START_TIMEOUT_S,
+                 cache_root: str | None = None, unsafe_no_sandbox: bool = False):
         self.preload = tuple(preload)
         self.python = python
         self.isolate_network = isolate_network
         self.start_timeout_s = start_timeout_s
-        self.restarts = 0
+        self.cache_root = cache_root  # shared by a pool's workers; else the worker's own
+        self.unsafe_no_sandbox = unsafe_no_sandbox
+        self.restarts = 0  # after the server died
+        self.replacements = 0  # after a run it could not clean up after
         self.network: tuple[bool, str] = (False, "not started")
+        self.sandbox = ""
         self._proc: subprocess.Popen | None = None
         self._ctrl: socket.socket | None = None
         self._home: Path | None = None
         self._lock = threading.Lock()  # one run at a time
         self._send_lock = threading.Lock()  # kills come from reader threads too
         self._run_active = False
+        self._replacing = False  # the server was retired on purpose: the next start is not a restart
 
     @property
     def network_isolated(self) -> bool:
         return self.network[0]
+
+    @property
+    def runs_dir(self) -> Path:
+        return self._home / "runs"
+
+    @property
+    def caches_dir(self) -> Path:
+        return Path(self.cache_root) if self.cache_root else self._home / "caches"
 
     # --- lifecycle -----------------------------------------------------------------------------
     def __enter__(self) -> "WarmWorker":
@@ -102,19 +139,26 @@ class WarmWorker:
     def start(self) -> None:
         """Start the server and wait until it has imported the preload. Raises WorkerUnavailable."""
         self._home = Path(tempfile.mkdtemp(prefix="pt2-worker-"))
-        self.network = sandbox.isolation_for(self.isolate_network)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = sandbox.unshare_prefix(self.network[0]) + [self.python, str(SERVER), str(theirs.fileno()), *self.preload]
         self._ctrl = ours
+        try:
+            argv, kwargs, env, passed, cwd = self._server_command(theirs.fileno())
+        except (sandbox.SandboxUnavailable, OSError, seccomp.UnsupportedArchitecture) as exc:
+            theirs.close()
+            self.close()
+            raise WorkerUnavailable(f"cannot start the warm worker: {exc}") from None
         with open(self._home / "server.log", "wb") as server_log:
             try:
-                self._proc = subprocess.Popen(argv, cwd=self._home, env=sandbox.build_env({}, self._home),
-                                              stdin=subprocess.DEVNULL, stdout=server_log, stderr=server_log,
-                                              start_new_session=True, pass_fds=(theirs.fileno(),))
+                self._proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=server_log,
+                                              stderr=server_log, start_new_session=True, pass_fds=tuple(passed),
+                                              **kwargs)
             except OSError as exc:
                 self.close()
                 raise WorkerUnavailable(f"cannot start the warm worker: {exc}") from None
             finally:
+                for fd in passed:
+                    if fd != theirs.fileno():
+                        os.close(fd)
                 theirs.close()
         try:
             ready = self._receive(time.monotonic() + self.start_timeout_s)
@@ -131,6 +175,39 @@ class WarmWorker:
                      len(ready["threads"]), ", ".join(sorted(set(ready["threads"]))))
         log.info("warm worker ready (preloaded %s)", ", ".join(self.preload) or "nothing")
 
+    def _server_command(self, ctrl_fd: int):
+        """(argv, Popen kwargs, env, fds to pass, cwd) of the server, in its sandbox."""
+        runs = self.runs_dir
+        runs.mkdir()
+        self.caches_dir.mkdir(parents=True, exist_ok=True)
+        if self.unsafe_no_sandbox:
+            self.network = sandbox.isolation_for(self.isolate_network)
+            self.sandbox = sandbox.sandbox_description(False)
+            config = {"mode": "unsafe"}
+            argv = sandbox.unshare_prefix(self.network[0]) + [self.python, str(SERVER), str(ctrl_fd), json.dumps(config),
+                                                              *self.preload]
+            return argv, {}, sandbox.build_env({}, self._home), [ctrl_fd], str(self._home)
+        sandbox.require_bubblewrap()
+        uid, gid, drop = sandbox.sandbox_owner()
+        if drop:
+            for path in (runs, self.caches_dir):
+                os.chown(path, uid, gid)
+        config = {"mode": "bwrap", "seccomp": seccomp.build_filter("strict").hex(), "runs": INSIDE_RUNS,
+                  "caches": INSIDE_CACHES, "workdir": sandbox.INSIDE_WORKDIR, "cache": sandbox.INSIDE_CACHE,
+                  "home": sandbox.INSIDE_HOME}
+        seccomp_fd = sandbox._pipe_with(seccomp.build_filter("server"))
+        inner = [self.python, f"{sandbox.INSIDE_RUNNER}/_worker_server.py", str(ctrl_fd), json.dumps(config), *self.preload]
+        argv, kwargs = sandbox.bwrap_command(
+            inner, python=self.python, writable=[(str(runs), INSIDE_RUNS), (str(self.caches_dir), INSIDE_CACHES)],
+            chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
+            share_net=not self.isolate_network, runner_files=("_worker_server.py", "_bootstrap.py"),
+            scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE))
+        self.network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
+            if self.isolate_network else (False, "the host's network (isolate_network=False)")
+        self.sandbox = sandbox.sandbox_description(True) + ", namespaces of its own per run"
+        env = sandbox.build_env({}, sandbox.INSIDE_WORKDIR, home=sandbox.INSIDE_HOME, tmpdir="/tmp")
+        return argv, kwargs, env, [ctrl_fd, seccomp_fd], "/"
+
     def close(self) -> None:
         """Stop the server: closing its socket makes it kill any run and exit; SIGKILL after 2 s."""
         if self._ctrl is not None:
@@ -142,10 +219,12 @@ class WarmWorker:
             except subprocess.TimeoutExpired:
                 sandbox.signal_group(self._proc.pid, signal.SIGKILL)
                 self._proc.wait()
-            sandbox.signal_group(self._proc.pid, signal.SIGKILL)  # the unshare/server group, if anything is left
+            sandbox.signal_group(self._proc.pid, signal.SIGKILL)  # the bwrap/server group, if anything is left
             self._proc = None
         if self._home is not None:
-            shutil.rmtree(self._home, ignore_errors=True)
+            problem = safefs.remove_tree(self._home)
+            if problem:
+                log.warning("warm worker: %s", problem)
             self._home = None
 
     def _server_log_tail(self) -> str:
@@ -155,30 +234,39 @@ class WarmWorker:
             return ""
 
     def _ensure_server(self) -> bool:
-        """A live server, restarting a dead one at most MAX_RESTARTS times over the worker's life."""
+        """A live server, restarting a dead one at most MAX_RESTARTS times over the worker's life
+        (a server retired after a run it could not clean up after is replaced without counting)."""
         if self.alive():
             return True
         if self._proc is not None:
             log.warning("warm worker died: %s", self._server_log_tail()[-500:] or "no log")
             self.close()
-        if self.restarts >= MAX_RESTARTS:
-            return False
-        self.restarts += 1
+        if self._replacing:
+            self._replacing = False
+        else:
+            if self.restarts >= MAX_RESTARTS:
+                return False
+            self.restarts += 1
         try:
             self.start()
             return True
         except WorkerUnavailable as exc:
-            log.warning("warm worker could not be restarted (%s); running cold from now on", exc)
+            log.warning("warm worker could not be started (%s); running cold from now on", exc)
+            self.restarts = MAX_RESTARTS
             return False
 
     # --- runs ----------------------------------------------------------------------------------
     def can_run_warm(self, spec: RunSpec, cuda: bool = False) -> bool:
         """Whether a warm run gives what a cold run of `spec` would (see the module docstring)."""
-        return (not cuda and spec.argv is None and spec.script is not None and spec.python == self.python
-                and spec.isolate_network == self.isolate_network and warm_safe_env(spec.env))
+        return (not cuda and not spec.gpu and spec.argv is None and spec.script is not None
+                and spec.python == self.python and spec.workdir is None
+                and spec.isolate_network == self.isolate_network
+                and spec.unsafe_no_sandbox == self.unsafe_no_sandbox and warm_safe_env(spec.env))
 
     def run(self, spec: RunSpec, cuda: bool = False) -> RunResult:
         """Run warm when that gives the same result as cold; otherwise (or if the server is gone) cold."""
+        if cuda and not spec.gpu:
+            spec = dataclasses.replace(spec, gpu=True)
         if not self.can_run_warm(spec, cuda):
             return sandbox.run(spec)
         with self._lock:
@@ -193,34 +281,68 @@ class WarmWorker:
         return sandbox.run(spec)
 
     def close_server_only(self) -> None:
-        """Forget a broken server (killing what is left of it) but keep counting restarts."""
+        """Forget a broken server (killing what is left of it)."""
         if self._proc is not None:
             sandbox.signal_group(self._proc.pid, signal.SIGKILL)
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         self.close()
 
     def _run_warm(self, spec: RunSpec) -> RunResult:
-        prepared = sandbox.prepare(spec)
+        sandbox._validate(spec)
+        prepared = sandbox.prepare(spec, parent=str(self.runs_dir))
         try:
-            return self._execute(spec, prepared)
-        finally:
+            result, clean = self._execute(spec, prepared)
+            if spec.keep_workdir:  # out of the worker's directory, which goes when the worker does
+                kept = tempfile.mkdtemp(prefix="pt2-sandbox-")
+                os.rename(prepared.workdir, kept)
+                result = dataclasses.replace(result, workdir=kept)
+        except BaseException:
             prepared.cleanup(spec)
+            raise
+        problem = prepared.cleanup(spec)
+        if problem:
+            result = dataclasses.replace(result, cleanup_error=problem)
+        if not clean:
+            log.warning("warm worker: a process of the last run could not be reaped; replacing the server")
+            self.replacements += 1
+            self.close_server_only()
+            self._replacing = True
+        return result
 
-    def _execute(self, spec: RunSpec, prepared: Prepared) -> RunResult:
+    def _request(self, spec: RunSpec, prepared: Prepared) -> dict:
+        request = {"op": "run", "script": "repro.py", "env": prepared.env, "cpu_s": spec.cpu_time_s or 0,
+                   "as_bytes": spec.address_space_bytes or 0, "fsize_bytes": spec.max_file_bytes or 0,
+                   "term_grace_s": sandbox.TERM_GRACE_S, "tmp_bytes": spec.tmp_bytes}
+        if self.unsafe_no_sandbox:
+            return {**request, "workdir": str(prepared.workdir), "cwd": prepared.inside_cwd, "nproc": 0}
+        cache = None
+        if spec.cache_dir:
+            cache = cache_key(spec.cache_dir)
+            path = self.caches_dir / cache
+            path.mkdir(exist_ok=True)
+            uid, gid, drop = sandbox.sandbox_owner()
+            if drop:
+                os.chown(path, uid, gid)
+        return {**request, "run_dir": prepared.workdir.name, "cache_dir": cache, "cwd": spec.cwd or "",
+                "nproc": spec.max_processes or 0}
+
+    def _execute(self, spec: RunSpec, prepared: Prepared) -> tuple[RunResult, bool]:
         limits: list[str] = []
-        request = {"op": "run", "workdir": str(prepared.workdir), "script": "repro.py", "env": prepared.env,
-                   "cpu_s": spec.cpu_time_s or 0, "as_bytes": spec.address_space_bytes or 0,
-                   "term_grace_s": sandbox.TERM_GRACE_S}
-        (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+        request = self._request(spec, prepared)
+        (out_r, out_w), (err_r, err_w), (ev_r, ev_w) = os.pipe(), os.pipe(), os.pipe()
         started = time.monotonic()
         try:
-            self._send(request, (out_w, err_w))
+            self._send(request, (out_w, err_w, ev_w))
         except OSError as exc:
-            os.close(out_r)
-            os.close(err_r)
+            for fd in (out_r, err_r, ev_r):
+                os.close(fd)
             raise WorkerUnavailable(f"cannot reach the server: {exc}") from None
         finally:
-            os.close(out_w)
-            os.close(err_w)
+            for fd in (out_w, err_w, ev_w):
+                os.close(fd)
         self._run_active = True
 
         def flood() -> None:
@@ -228,6 +350,7 @@ class WarmWorker:
             self._kill_run()
 
         readers = sandbox.start_readers((out_r, err_r), spec.output_cap_bytes, flood)
+        evidence = sandbox.start_evidence_reader(ev_r)
         try:
             done = self._await_done(spec, started, limits)
         finally:
@@ -235,10 +358,14 @@ class WarmWorker:
                 self._run_active = False
         for reader in readers:
             reader.join(timeout=10)
+        evidence.join(timeout=10)
         status = done["wait_status"] if done else None
-        peak_rss = done["maxrss_kb"] * 1024 if done else None
-        return sandbox.build_result(spec, prepared, status, peak_rss, readers, limits, time.monotonic() - started,
-                                    self.network, warm=True)
+        peak_rss = done["maxrss_kb"] * 1024 if done and done.get("maxrss_kb") is not None else None
+        result = sandbox.build_result(spec, prepared, status, peak_rss, readers, limits, time.monotonic() - started,
+                                      self.network, warm=True, evidence=evidence, sandbox=self.sandbox)
+        if done is not None and status is None and not limits:
+            raise WorkerUnavailable(f"the warm run could not be isolated: {result.stderr.strip()[-500:]}")
+        return result, bool(done and done.get("clean", True))
 
     def _await_done(self, spec: RunSpec, started: float, limits: list[str]) -> dict | None:
         """The server's report; on timeout ask it to kill the run, and kill the server if it can't."""
