@@ -19,6 +19,7 @@ import zlib
 from dataclasses import asdict, dataclass, field
 
 from .classify import Classifier
+from .failures import Failure, distinct_failures
 from .logtext import clean_line, decode
 from .markdown import code_span, details, fence, inert, inert_line
 from .records import Evidence
@@ -66,6 +67,7 @@ class JobFinding:
     error_line: str | None = None
     excerpt: str = ""
     log_dropped_bytes: int = 0
+    failures: tuple[Failure, ...] = ()  # each distinct failure of the log, with its test and category
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ class CiFailureReport:
     def from_dict(cls, data: dict) -> "CiFailureReport":
         return cls(**{**data, "pull_requests": tuple(data["pull_requests"]),
                       "findings": tuple(JobFinding(**{**f, "failed_steps": tuple(f["failed_steps"]),
-                                                      "failing_tests": tuple(f["failing_tests"])})
+                                                      "failing_tests": tuple(f["failing_tests"]),
+                                                      "failures": tuple(Failure(**x) for x in f.get("failures", ()))})
                                         for f in data["findings"]),
                       "earlier_runs": tuple(RunSummary(**{**r, "jobs": tuple(r["jobs"])})
                                             for r in data.get("earlier_runs", ()))})
@@ -131,7 +134,8 @@ def analyze_job(job: JobLog, classifier: Classifier) -> JobFinding:
         title=category.title, confidence=classification.confidence, signature=classification.signature,
         is_pt2=is_pt2, exception_type=classification.exception_type, failed_steps=job.failed_steps,
         failing_tests=failing_tests, repro_command=command, error_line=lead.text if lead else None,
-        excerpt=excerpt(log, lead) if lead else _tail_lines(log, 20), log_dropped_bytes=job.dropped_bytes)
+        excerpt=excerpt(log, lead) if lead else _tail_lines(log, 20), log_dropped_bytes=job.dropped_bytes,
+        failures=distinct_failures(log, classifier))
 
 
 def analyze_run(repo: str, run_id: int, run_url: str, workflow: str, head_sha: str, pull_requests: tuple[int, ...],

@@ -59,6 +59,9 @@ _DEFAULT = object()
 class Match:
     pattern: Pattern
     evidence: tuple[Evidence, ...]
+    # False for a `line` match that lies before the final error in a log that raised one: an earlier
+    # test's device assert is evidence, never the verdict on the failure the log ended with.
+    can_decide: bool = True
 
 
 @dataclass
@@ -158,7 +161,8 @@ class Classifier:
         signals = model_signals(found.matches, features, found.chain, found.facts) + self._anywhere(text)
         given = ModelInput(tuple(tokens(text)), tuple(tokens(report_title(text))), tuple(signals))
         model = self.learned.model if with_model and self.learned is not None else None
-        return combine.Evidence(found.by_rules, found.matches[0].pattern if found.matches else None, features,
+        winner = next((m.pattern for m in found.matches if m.can_decide), None)
+        return combine.Evidence(found.by_rules, winner, features,
                                 found.facts.pt2_frames or found.facts.pt2_types,
                                 model.scores(given) if model else None, given)
 
@@ -172,15 +176,17 @@ class Classifier:
         chain = final_chain(buf, scan)
         code = _code_texts(buf)
         facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()), code)
-        matches = [m for p in self.ruleset.patterns if (m := self._match(p, scan, chain, code, facts))]
-        return RuleFindings(chain, facts, matches, self._decide(matches, scan, chain, facts))
+        found = [m for p in self.ruleset.patterns if (m := self._match(p, scan, chain, code, facts))]
+        matches = [m for m in found if m.can_decide] + [m for m in found if not m.can_decide]  # deciders first
+        return RuleFindings(chain, facts, matches, self._decide([m for m in matches if m.can_decide], scan, chain, facts))
 
     def _match(self, pattern: Pattern, scan: ScanResult, chain: ExceptionChain | None,
                code: list[NumberedLine], facts: Facts) -> Match | None:
         evidence = tuple(self._evidence(pattern, scan, chain, code))
         if not evidence or not all(facts.holds(f) for f in pattern.requires):
             return None
-        return Match(pattern, evidence)
+        before_final_error = pattern.scope == "line" and facts.raised and max(e.line for e in evidence) < chain.start
+        return Match(pattern, evidence, can_decide=not before_final_error)
 
     def _evidence(self, pattern: Pattern, scan: ScanResult, chain: ExceptionChain | None,
                   code: list[NumberedLine]) -> Iterable[Evidence]:

@@ -14,6 +14,7 @@ from typing import Iterator
 from . import __version__
 from .classify import Classifier
 from .evaluate import Outcome, evaluate
+from .failures import distinct_failures
 from .extract import MAX_MARKDOWN_CHARS, request_from_text
 from .logtext import decode
 from .graph_breaks import load_registry
@@ -64,8 +65,10 @@ def cmd_classify(args: argparse.Namespace) -> int:
         result = classifier.classify(data)
         request = request_from_text(decode(data[:MAX_MARKDOWN_CHARS]), source="local_file", reference=args.file) \
             if len(data) <= MAX_MARKDOWN_CHARS else None
+        failures = distinct_failures(data, classifier) if args.json else ()
     if args.json:
         payload = classification_json(result, classifier.ruleset)
+        payload["failures"] = [f.to_dict() for f in failures]
         if request:
             payload["reporter_environment"] = request.to_dict()["environment"]
             payload["repro_found"] = bool(request.repro_scripts)

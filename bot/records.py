@@ -46,6 +46,12 @@ class ExceptionChain:
     """The final error of a text: its exceptions, root cause first, the one that surfaced last."""
 
     exceptions: tuple[RaisedException, ...]
+    first_line: int = 0  # where the chain's text starts (its first traceback header); 0 if not known
+
+    @property
+    def start(self) -> int:
+        """The first line that belongs to this error: anything a log printed before it is history."""
+        return self.first_line or min((e.line for e in self.exceptions), default=0)
 
     @property
     def root(self) -> RaisedException:

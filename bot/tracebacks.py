@@ -138,19 +138,22 @@ def _ends_pasted_text(text: str) -> bool:
 def parse_python_chain(lines: Sequence[NumberedLine]) -> ExceptionChain | None:
     """The last chain of CPython tracebacks in `lines` (root cause first), or None."""
     chain: list[RaisedException] = []
-    index, linked = 0, False
+    index, linked, first_line = 0, False, 0
     while index < len(lines):
         text = lines[index][1]
         if is_traceback_header(text):
+            header_line = lines[index][0]
             exc, index = _parse_one_traceback(lines, index)
             if exc is not None:
-                chain = chain + [exc] if linked else [exc]
+                if not linked:
+                    chain, first_line = [], header_line
+                chain = chain + [exc]
             linked = False
             continue
         if text.strip() in CHAIN_SEPARATORS:
             linked = bool(chain)
         index += 1
-    return ExceptionChain(tuple(chain[-8:])) if chain else None
+    return ExceptionChain(tuple(chain[-8:]), first_line) if chain else None
 
 
 def parse_pytest_failure(lines: Sequence[NumberedLine]) -> ExceptionChain | None:

@@ -5,7 +5,11 @@ import mmap
 
 import pytest
 
+from pathlib import Path
+
 from bot.classify import Classifier
+
+CORPUS_RECORDED = Path(__file__).resolve().parents[1] / "corpus" / "recorded"
 
 VERBOSE_FOOTER = ("Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace (please do this especially if "
                   "you're reporting a bug to PyTorch). For even more developer context, set TORCH_LOGS=\"+dynamo\"\n")
@@ -20,9 +24,10 @@ VERBOSE_FOOTER = ("Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace (pleas
     ("inductor_runtime_error.log", "runtime_crash", "raised_in_generated_code"),
 ])
 def test_real_torch_output(classifier, fixture_bytes, fixture, category, rule):
-    result = classifier.classify(fixture_bytes(fixture))
+    result = classifier.classify(fixture_bytes(fixture), report=False)  # a run's output: the rules decide
     assert (result.category, result.rule) == (category, rule)
     assert 0.5 <= result.confidence <= 1
+    assert classifier.classify(fixture_bytes(fixture), report=True).category == category  # read as a pasted report
 
 
 def test_graph_break_carries_registry_id_and_points_at_the_exception_line(classifier, fixture_bytes):
@@ -131,14 +136,14 @@ def test_mismatch_in_plain_eager_code_is_not_pt2(classifier):
     text = "expected = np.sin(a)\n" + _traceback(
         USER, SITE + "torch/testing/_comparison.py",
         error="AssertionError: Tensor-likes are not close!\n\nMismatched elements: 8 / 8 (100.0%)")
-    assert classifier.classify_text(text).category == "not_pt2"
+    assert classifier.classify_text(text, report=False).category == "not_pt2"
 
 
 def test_eager_oom_in_an_issue_that_mentions_compile_in_passing_is_not_pt2(classifier):
     text = ("We use torch.compile elsewhere in the project, but this fails before it.\n"
             + _traceback(USER, SITE + "torch/nn/modules/module.py", SITE + "torch/nn/modules/linear.py",
                          error="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
-    assert classifier.classify_text(text).category == "not_pt2"
+    assert classifier.classify_text(text, report=False).category == "not_pt2"
 
 
 # --- noise ---------------------------------------------------------------------------------------
@@ -152,7 +157,7 @@ WARNINGS = (
 
 
 def test_warnings_and_footers_alone_are_not_a_failure(classifier):
-    result = classifier.classify_text(WARNINGS + VERBOSE_FOOTER + "epoch 1 loss 0.31\n")
+    result = classifier.classify_text(WARNINGS + VERBOSE_FOOTER + "epoch 1 loss 0.31\n", report=False)
     assert result.category == "not_pt2"
     assert result.exception_type is None
 
@@ -167,7 +172,7 @@ def test_warnings_and_footers_do_not_hide_the_real_error(classifier, fixture_byt
 def test_a_passing_test_that_prints_compile_is_not_pt2(classifier):
     text = ("test_compile_speed (__main__.TestCompile.test_compile_speed) ... ok\n"
             "compiled model in 3.2s with torch.compile\n----\nRan 1 test in 3.5s\n\nOK\n")
-    assert classifier.classify_text(text).category == "not_pt2"
+    assert classifier.classify_text(text, report=False).category == "not_pt2"
 
 
 def test_last_error_wins_over_earlier_noise(classifier, fixture_bytes):
@@ -226,3 +231,13 @@ def test_50mb_log_with_the_error_on_the_last_line(classifier):
     result = classifier.classify(data)
     assert result.category == "graph_break"
     assert result.evidence[0].line == data.count(b"\n") + 1
+
+
+def test_a_device_assert_from_an_earlier_test_does_not_outrank_the_final_error(classifier, fixture_bytes):
+    """A CI job runs many tests: a line rule that fired on an earlier test's output is evidence,
+    and the error the log ends with is the verdict."""
+    earlier = (CORPUS_RECORDED / "triton_runtime_assert.log").read_bytes()
+    log = earlier + b"\n" + fixture_bytes("fullgraph_data_dependent_branch.log")
+    assert classifier.classify(earlier, report=False).category in ("triton_kernel_bug", "runtime_crash")
+    result = classifier.classify(log, report=False)
+    assert (result.category, result.rule) == ("graph_break", "unsupported_exception")

@@ -25,7 +25,7 @@ CORPUS = Path(__file__).parents[1] / "corpus" / "cases.jsonl"
 COMMANDS = (("@pt2-triage run [cpu|gpu]", "reproduce on a runner"), ("@pt2-triage help", "list the commands"))
 RULESET = load_ruleset()
 REGISTRY = load_registry()
-CLASSIFIER = Classifier(RULESET, REGISTRY)
+CLASSIFIER = Classifier(RULESET, REGISTRY, learned=None)  # the comment under test, not the text model (retrained often)
 
 
 def first_case(category: str) -> dict:
