@@ -5,10 +5,11 @@ Probed in a sandboxed child so this process never imports torch (seconds) or ini
 """
 from __future__ import annotations
 
+import glob
 import json
 import sys
 
-from .sandbox import RunSpec, run
+from .sandbox import GPU_DEVICES, RunSpec, run
 
 PROBE_MARKER = "PT2_TRIAGE_PROBE "
 PROBE_SCRIPT = f'''
@@ -33,9 +34,12 @@ print({PROBE_MARKER!r} + json.dumps(info))
 '''
 
 
-def probe_machine(python: str = sys.executable, timeout_s: float = 120) -> dict:
-    """A dict of versions and devices; `probe_error` says why when the probe itself failed."""
-    result = run(RunSpec(script=PROBE_SCRIPT, python=python, timeout_s=timeout_s))
+def probe_machine(python: str = sys.executable, timeout_s: float = 120, unsafe_no_sandbox: bool = False) -> dict:
+    """A dict of versions and devices; `probe_error` says why when the probe itself failed. The
+    probe is our own script, so it is shown the GPUs (when the machine has any) to count them.
+    Raises sandbox.SandboxUnavailable without bubblewrap, unless `unsafe_no_sandbox`."""
+    result = run(RunSpec(script=PROBE_SCRIPT, python=python, timeout_s=timeout_s, gpu=bool(glob.glob(GPU_DEVICES)),
+                         unsafe_no_sandbox=unsafe_no_sandbox))
     for line in result.stdout.splitlines():
         if line.startswith(PROBE_MARKER):
             return json.loads(line[len(PROBE_MARKER):])

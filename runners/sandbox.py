@@ -370,14 +370,15 @@ _stage_dirs: list[str] = []
 
 
 def stage_dir() -> str:
-    """An empty directory only root's staging helper mounts on (in its own mount namespace)."""
+    """An empty directory root's staging helper mounts on (in its own mount namespace only); in /tmp,
+    which the sandbox uid can walk through, whatever TMPDIR says."""
     with _stage_lock:
-        if not _stage_dirs:
-            path = tempfile.mkdtemp(prefix="pt2-stage-")
+        if not _stage_dirs or not os.path.isdir(_stage_dirs[-1]):
+            path = tempfile.mkdtemp(prefix="pt2-stage-", dir="/tmp")
             os.chmod(path, 0o755)
             _stage_dirs.append(path)
             atexit.register(lambda: os.rmdir(path) if os.path.isdir(path) else None)
-        return _stage_dirs[0]
+        return _stage_dirs[-1]
 
 
 @dataclass
@@ -654,16 +655,17 @@ PROCESS_LIMIT_MARKS = ("Resource temporarily unavailable", "can't start new thre
 
 def limits_from_outcome(spec: RunSpec, exit_code: int | None, sig: str | None, stderr: str,
                         already: list[str]) -> list[str]:
-    """Which rlimit stopped the run, read from how it ended: SIGXCPU means the CPU limit, SIGXFSZ the
-    file size one; a failed run whose stderr ends in an allocation failure, with an address-space
+    """Which rlimit stopped the run, read from how it ended: SIGXCPU means the CPU limit, SIGXFSZ or
+    EFBIG the file size one; a failed run whose stderr ends in an allocation failure, with an address-space
     limit set, means that one; one ending in EAGAIN from fork or thread creation, the process limit."""
     found = []
     if sig == "SIGXCPU" and spec.cpu_time_s:
         found.append("cpu_time")
-    if sig == "SIGXFSZ" and spec.max_file_bytes:
-        found.append("file_size")
     failed = sig is not None or exit_code != 0
     tail = stderr[-4000:]
+    # Python ignores SIGXFSZ, so there the write fails with EFBIG ("File too large") instead
+    if spec.max_file_bytes and (sig == "SIGXFSZ" or (failed and "File too large" in tail)):
+        found.append("file_size")
     if (spec.address_space_bytes and failed and "timeout" not in already
             and any(mark in tail for mark in MEMORY_ERROR_MARKS)):
         found.append("address_space")

@@ -145,23 +145,21 @@ def test_no_network_not_even_loopback():
     assert result.uncaught_exception["type"] == "builtins.ConnectionRefusedError"  # its own loopback, empty
 
 
-def _our_workdirs() -> set[str]:
-    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("pt2-sandbox-")}
-
-
-def test_workdir_is_fresh_and_removed_unless_kept(tmp_path):
+def test_workdir_is_fresh_and_removed_unless_kept(tmp_path, monkeypatch):
     script = "import os, tempfile\nprint(os.getcwd())\nprint(sorted(os.listdir()))\nprint(tempfile.gettempdir())\nopen('left.txt', 'w')"
-    before = _our_workdirs()
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))  # where fresh workdirs go, for this test only
     first = run(RunSpec(script=script))
     workdir, listing, tmp = first.stdout.splitlines()
     assert (workdir, listing, tmp) == ("/sandbox", "['repro.py']", "/tmp")  # no host path shows inside
-    assert _our_workdirs() == before and first.workdir is None
+    assert list(private.iterdir()) == [] and first.workdir is None
     assert first.env_used["HOME"] == "/tmp/home" and first.env_used["TORCHINDUCTOR_CACHE_DIR"] == "/sandbox/inductor_cache"
     kept = run(RunSpec(script=script, keep_workdir=True))
     assert os.path.exists(os.path.join(kept.workdir, "left.txt"))
     shutil.rmtree(kept.workdir)
-    given = run(RunSpec(script=script, workdir=str(tmp_path)))
-    assert given.workdir == str(tmp_path) and (tmp_path / "left.txt").exists()
+    given = run(RunSpec(script=script, workdir=str(tmp_path / "given")))
+    assert given.workdir == str(tmp_path / "given") and (tmp_path / "given" / "left.txt").exists()
 
 
 def test_extra_files_stay_inside_the_workdir():
@@ -181,3 +179,57 @@ def test_result_round_trips_through_json():
     assert RunResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
     assert result.to_dict()["status"] == "ok" and result.warm is False
     assert result.peak_rss_bytes > 200 << 20  # the target's own peak, not the launcher's
+
+
+# --- bubblewrap, and without it ------------------------------------------------------------------------
+def test_without_bubblewrap_runs_are_refused_with_the_fix(monkeypatch, tmp_path):
+    from runners import sandbox
+    missing = sandbox.Bubblewrap(None, None, False, f"bubblewrap (bwrap) is not installed; {sandbox.BWRAP_FIX}")
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: missing)
+    workdir = tmp_path / "run"
+    with pytest.raises(sandbox.SandboxUnavailable, match=r"apt-get install bubblewrap\) or pass --unsafe-no-sandbox"):
+        run(RunSpec(script="open('ran', 'w')", workdir=str(workdir)))
+    assert not workdir.exists()
+
+
+def test_unsafe_mode_runs_without_bubblewrap_and_says_so(monkeypatch):
+    from runners import sandbox
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: sandbox.Bubblewrap(None, None, False, "not installed"))
+    result = run(RunSpec(script="import os\nprint(os.getcwd() != '/sandbox')\nraise KeyError('x')",
+                         unsafe_no_sandbox=True))
+    assert result.sandbox.startswith("none (unsafe)") and result.stdout == "True\n"
+    assert result.uncaught_exception["type"] == "builtins.KeyError"
+
+
+def test_the_run_starts_in_cwd_and_files_replace_planted_symlinks(tmp_path):
+    workdir = tmp_path / "work"
+    (workdir / "sub").mkdir(parents=True)
+    (tmp_path / "target").write_text("untouched")
+    os.symlink(tmp_path / "target", workdir / "input.txt")  # left by an earlier run in this workdir
+    result = run(RunSpec(argv=("sh", "-c", "pwd; cat ../input.txt"), workdir=str(workdir), cwd="sub",
+                         files={"input.txt": "ours"}))
+    assert result.stdout == "/sandbox/sub\nours"
+    assert (tmp_path / "target").read_text() == "untouched"
+    with pytest.raises(ValueError, match="outside the workdir"):
+        run(RunSpec(argv=("true",), cwd="../.."))
+
+
+def test_gpu_runs_bind_the_nvidia_devices_and_cpu_runs_do_not(monkeypatch):
+    from runners import sandbox
+    monkeypatch.setattr(sandbox.glob, "glob", lambda pattern: ["/dev/nvidia0", "/dev/nvidiactl"] if pattern == sandbox.GPU_DEVICES else [])
+    spec = RunSpec(script="pass", gpu=True)
+    prepared = sandbox.prepare(spec)
+    try:
+        argv, _ = sandbox.sandbox_command(spec, prepared, ["true"], seccomp_fd=9)
+        cpu_argv, _ = sandbox.sandbox_command(RunSpec(script="pass"), prepared, ["true"], seccomp_fd=9)
+    finally:
+        prepared.cleanup(spec)
+    assert "/dev/nvidia0" in argv and argv[argv.index("/dev/nvidia0") - 1] == "--dev-bind"
+    assert "/dev/nvidia0" not in cpu_argv and "--disable-userns" in argv
+
+
+def test_the_caches_of_a_job_are_shared_and_nothing_else(tmp_path):
+    cache = tmp_path / "job-cache"
+    script = "import os\nprint(os.environ['TORCHINDUCTOR_CACHE_DIR'])\nprint(sorted(os.listdir('/cache')))\nopen('/cache/x', 'w')"
+    first, second = run(RunSpec(script=script, cache_dir=str(cache))), run(RunSpec(script=script, cache_dir=str(cache)))
+    assert first.stdout == "/cache/inductor_cache\n[]\n" and second.stdout == "/cache/inductor_cache\n['x']\n"

@@ -160,3 +160,33 @@ def test_a_dead_server_is_restarted_once_then_runs_go_cold():
         warm._proc.wait()
         result = warm.run(RunSpec(script="print('cold')"))
         assert (result.stdout, result.warm, warm.restarts) == ("cold\n", False, 1)
+
+
+def test_a_jobs_cache_is_shared_by_its_warm_runs_and_hidden_from_other_jobs(bare, tmp_path):
+    script = "import os\nprint(sorted(os.listdir('/cache')))\nopen('/cache/' + os.environ['OMP_NUM_THREADS'], 'w')"
+    job_a, job_b = str(tmp_path / "a"), str(tmp_path / "b")
+    outputs = [bare.run(RunSpec(script=script, cache_dir=job, env={"OMP_NUM_THREADS": n})).stdout
+               for job, n in ((job_a, "1"), (job_a, "2"), (job_b, "3"))]
+    assert outputs == ["[]\n", "['1']\n", "[]\n"]
+
+
+def test_a_kept_warm_workdir_outlives_the_worker(tmp_path):
+    with WarmWorker(preload=()) as warm:
+        result = warm.run(RunSpec(script="open('left.txt', 'w').write('x')", keep_workdir=True))
+    try:
+        assert result.warm and open(f"{result.workdir}/left.txt").read() == "x"
+    finally:
+        import shutil
+        shutil.rmtree(result.workdir)
+
+
+def test_a_server_that_could_not_clean_up_is_replaced_not_reused(monkeypatch):
+    with WarmWorker(preload=()) as warm:
+        first_server = warm._proc.pid
+        real = warm._execute
+        monkeypatch.setattr(warm, "_execute", lambda spec, prepared: (real(spec, prepared)[0], False))
+        assert warm.run(RunSpec(script="print(1)")).stdout == "1\n"
+        monkeypatch.setattr(warm, "_execute", real)
+        result = warm.run(RunSpec(script="print(2)"))
+        assert (result.stdout, result.warm, warm.replacements, warm.restarts) == ("2\n", True, 1, 0)
+        assert warm._proc.pid != first_server

@@ -138,7 +138,18 @@ def leaked(result: RunResult, planted: Planted) -> list[str]:
     return [value for value in planted.values if value in text]
 
 
-def sandbox_dirs() -> set[str]:
-    """Our own runs' workdirs currently in the host's temp dir."""
-    root = Path(tempfile.gettempdir())
-    return {p.name for p in root.iterdir() if p.name.startswith(("pt2-sandbox-", "pt2-minifier-", "pt2-tlparse-"))}
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """Make runs put their workdirs in a directory of this test's own (other tests, and other people's
+    runs on a shared machine, come and go in the real /tmp), and return a function listing what is there
+    now: fresh workdirs of cold runs, and the warm worker's runs directory."""
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+
+    def left(worker=None) -> list[str]:
+        found = sorted(p.name for p in private.iterdir())
+        if worker is not None:
+            found += sorted(p.name for p in worker.runs_dir.iterdir())
+        return found
+    return left

@@ -10,7 +10,6 @@ import pytest
 from runners import artifacts, minifier, safefs
 from runners.sandbox import RunSpec
 
-from .conftest import sandbox_dirs
 
 DEEP = """
 import os
@@ -29,12 +28,11 @@ print('deep')
 """
 
 
-def test_a_tree_deeper_than_pythons_recursion_limit_is_removed(runner):
-    before = sandbox_dirs()
+def test_a_tree_deeper_than_pythons_recursion_limit_is_removed(runner, private_tmp):
     result = runner(RunSpec(script=DEEP.format(depth=1500)))
     assert result.stdout == "deep\n", result.stderr
     assert result.cleanup_error == "" and result.workdir is None
-    assert sandbox_dirs() == before  # no workdir left behind
+    assert private_tmp(getattr(runner, "worker", None)) == []  # no workdir left behind
 
 
 def test_a_kept_deep_tree_is_removed_by_remove_tree(runner):

@@ -1,0 +1,57 @@
+"""The uncaught exception a result reports comes from our bootstrap, not from printed text, and a
+run that exited 0 never reports one, whatever the script writes where."""
+from __future__ import annotations
+
+from runners.sandbox import RunSpec, parse_evidence
+
+FAKE_TRACEBACK = ("import sys\nprint('Traceback (most recent call last):\\n  File \"x.py\", line 1\\n"
+                  "torch._dynamo.exc.Unsupported: fake', file=sys.stderr)\n")
+
+
+def test_printed_tracebacks_are_not_evidence(runner):
+    result = runner(RunSpec(script=FAKE_TRACEBACK))
+    assert result.status == "ok" and result.uncaught_exception is None
+
+
+def test_a_real_exception_is_reported_with_type_frames_and_chain(runner):
+    script = ("def inner():\n    raise KeyError('k')\n"
+              "try:\n    inner()\nexcept KeyError as exc:\n    raise RuntimeError('outer') from exc\n")
+    result = runner(RunSpec(script=script))
+    report = result.uncaught_exception
+    assert result.exit_code == 1 and report["type"] == "builtins.RuntimeError" and report["message"] == "outer"
+    assert report["frames"] == [["/sandbox/repro.py", 6, "<module>"]]
+    assert report["cause"]["type"] == "builtins.KeyError" and report["cause"]["frames"][-1][2] == "inner"
+    assert "Traceback" in result.stderr  # still printed as python prints it
+
+
+CLAIM_THEN_EXIT_0 = """
+import os, json
+claim = json.dumps({"type": "torch._dynamo.exc.Unsupported", "message": "forged", "frames": []})
+for fd in range(3, 64):
+    try:
+        os.write(fd, (claim + "\\n").encode())
+    except OSError:
+        pass
+"""
+
+
+def test_a_forged_claim_cannot_make_a_clean_exit_look_failed(runner):
+    result = runner(RunSpec(script=CLAIM_THEN_EXIT_0))
+    assert result.status == "ok" and result.exit_code == 0 and result.uncaught_exception is None
+
+
+def test_a_hostile_excepthook_or_exit_does_not_hide_the_exit_status(runner):
+    script = "import sys, os\nsys.excepthook = lambda *a: None\nraise ValueError('quiet')\n"
+    result = runner(RunSpec(script=script))
+    assert result.exit_code == 1 and result.uncaught_exception["type"] == "builtins.ValueError"
+    killed = runner(RunSpec(script="import os\nos._exit(3)"))
+    assert killed.exit_code == 3 and killed.uncaught_exception is None
+
+
+def test_malformed_claims_are_dropped():
+    assert parse_evidence(b"[" * 100000, 1) is None
+    assert parse_evidence(b'{"type": 1, "message": "x"}\n', 1) is None
+    claim = b'{"type": "a.B", "message": "m", "frames": [["f", "1", "g"], ["f", 2, "g"]], "cause": {"type": "c.D"}}'
+    assert parse_evidence(claim, 1) == {"type": "a.B", "message": "m", "frames": [["f", 2, "g"]], "cause": None,
+                                        "context": None, "suppress_context": False}
+    assert parse_evidence(claim, 0) is None
