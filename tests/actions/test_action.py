@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
 REPROS = ROOT / "tests" / "repros"
 TOKEN = "ghs_0123456789abcdefghijklmnopqrstuvwxyzAB"
-# The interpreter running the tests has this checkout installed (editable): no pip install per test.
+# The interpreter running the tests has this checkout installed (editable): no pip install per test
+# (`installed_from_this_checkout` makes sure).
 LOCAL = {"python": sys.executable, "install": "false"}
 
 
@@ -37,17 +38,22 @@ def issue_event() -> dict:
     return json.loads((WEBHOOKS / "issues_labeled.json").read_text())
 
 
+@pytest.fixture(scope="session")
+def installed_from_this_checkout(tmp_path_factory) -> None:
+    """The steps run `python -I` away from the checkout, so they import the installed pt2-triage:
+    it must be this checkout (an editable install), or they would test a stale copy."""
+    found = subprocess.run([sys.executable, "-I", "-c", "import bot; print(bot.__file__)"], capture_output=True,
+                           text=True, cwd=tmp_path_factory.mktemp("elsewhere"), check=True).stdout.strip()
+    assert Path(found).resolve().parents[1] == ROOT, (
+        f"{sys.executable} -I imports pt2-triage from {found}, not this checkout: pip install -e '.[test,app,runner]'")
+
+
 @pytest.fixture
-def job(tmp_path):
+def job(tmp_path, installed_from_this_checkout):
     """A job on a fresh runner: `job(event, event_name, ...)` -> a Runner for the root action."""
     workspace, temp = tmp_path / "workspace", tmp_path / "runner_temp"
     workspace.mkdir()
     temp.mkdir()
-
-    import bot
-
-    assert Path(bot.__file__).resolve().parents[1] == ROOT, (
-        f"{sys.executable} imports pt2-triage from {bot.__file__}, not this checkout: pip install -e .")
 
     def make(event=None, event_name="issues", action_dir=ROOT, **kwargs) -> Runner:
         return Runner(action_dir, workspace, temp, event=issue_event() if event is None else event,
@@ -172,7 +178,7 @@ def test_ci_failure_classifies_failed_jobs_and_comments_on_the_pr(job):
 
 def test_classify_logs_points_the_annotation_at_the_log_line(job):
     shutil.copy(ROOT / "tests" / "bot" / "fixtures" / "inductor_cpp_compile_error.log", job.workspace / "test.log")
-    run = job(action_dir=ROOT / "actions" / "classify-logs").run({"log-path": "test.log", "python": sys.executable})
+    run = job(action_dir=ROOT / "actions" / "classify-logs").run({"log-path": "test.log", **LOCAL})
     assert not run.failed, run.log()
     assert run.outputs["category"] == "backend_compiler_failed"
     [error] = run.annotations("error")
