@@ -23,5 +23,5 @@ if [[ "${PT2_DRAFT_PR:-false}" == true ]]; then
   args+=(--draft-pr)
 fi
 result="${RUNNER_TEMP:-/tmp}/pt2-triage-publish-$issue.json"
-"$PT2_PYTHON" -m bot.cli "${args[@]}" > "$result"
-"$PT2_PYTHON" -m bot.actions_io published "$result"
+"$PT2_PYTHON" -I -m bot.cli "${args[@]}" > "$result"
+"$PT2_PYTHON" -I -m bot.actions_io published "$result"

@@ -10,6 +10,12 @@
 #   PT2_NEEDS_TORCH   true for modes that run a repro
 #   PT2_EXTRAS        the package extras to install (runner, app)
 # Writes the output `python`.
+#
+# Every python the action starts, here and in the later steps, runs isolated (`-I`): the working
+# directory is the workspace, where a checked-out repository or a repro may have left a `bot/`
+# (or `yaml.py`, `pip/` ...) that `python -m`/`-c` would otherwise import ahead of the real one,
+# and PYTHON* variables are ignored. (-I also leaves out the user site-packages: install into a
+# virtualenv or the interpreter's own site-packages, as this script does.)
 set -euo pipefail
 
 fail() {
@@ -23,12 +29,12 @@ pip_quiet=(--disable-pip-version-check --quiet)
 
 if [[ -z "$python" ]]; then
   venv="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/pt2-triage-venv"
-  python3 -m venv "$venv" || fail "could not create a virtualenv with python3; give the action a \`python\`"
+  python3 -I -m venv "$venv" || fail "could not create a virtualenv with python3; give the action a \`python\`"
   python="$venv/bin/python"
-  if [[ "${PT2_NEEDS_TORCH:-false}" == true ]] && ! "$python" -c 'import torch' 2>/dev/null; then
+  if [[ "${PT2_NEEDS_TORCH:-false}" == true ]] && ! "$python" -I -c 'import torch' 2>/dev/null; then
     read -r -a torch_args <<< "${PT2_TORCH:-torch}"
     echo "::group::Install ${PT2_TORCH:-torch}"
-    "$python" -m pip install "${pip_quiet[@]}" "${torch_args[@]}"
+    "$python" -I -m pip install "${pip_quiet[@]}" "${torch_args[@]}"
     echo "::endgroup::"
   fi
 elif ! command -v "$python" > /dev/null; then
@@ -39,17 +45,17 @@ if [[ "${PT2_INSTALL:-true}" == true ]]; then
   install_args=("${pip_quiet[@]}")
   # With setuptools already there (the runner image has it) the build needs no index: this
   # keeps ephemeral runners without general egress working.
-  if "$python" -c 'import setuptools, wheel' 2> /dev/null; then
+  if "$python" -I -c 'import setuptools, wheel' 2> /dev/null; then
     install_args+=(--no-build-isolation)
   fi
   echo "::group::Install pt2-triage from $root"
-  "$python" -m pip install "${install_args[@]}" "${root}[${PT2_EXTRAS:-runner}]"
+  "$python" -I -m pip install "${install_args[@]}" "${root}[${PT2_EXTRAS:-runner}]"
   echo "::endgroup::"
 fi
 
 wanted="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/pyproject.toml" | head -n 1)"
-installed="$("$python" -c 'import bot; print(bot.__version__)' 2> /dev/null)" \
-  || fail "pt2-triage is not importable by $python; set install: true or use the runner image from runners/setup"
+installed="$("$python" -I -c 'import bot; print(bot.__version__)' 2> /dev/null)" \
+  || fail "pt2-triage is not importable by $python -I (isolated: no user site-packages); set install: true or use the runner image from runners/setup"
 if [[ "$installed" != "$wanted" ]]; then
   fail "$python has pt2-triage $installed but this action is $wanted; set install: true or rebuild the runner image"
 fi

@@ -6,19 +6,27 @@
 # files, so whatever the repro managed to write there is dropped before the runner reads them.
 # Outputs come from the next step, which reads report.json as data.
 #
+# Nor can what the repro writes be imported by us: the CLI runs isolated (`python -I`: the working
+# directory is not on sys.path), and not in the workspace but in a fresh directory that holds only a
+# read-only copy of the input and that nobody may write to (the report path is made absolute).
+#
 # Environment: PT2_PYTHON, PT2_INPUT (issue markdown or script), PT2_REPORT_DIR, PT2_ISSUE_NUMBER,
 # PT2_DEVICE (auto|cpu|cuda), PT2_TIMEOUT_MINUTES, PT2_MINIMIZE_BUDGET.
 set -euo pipefail
 
-discard_file_commands() {
+run_dir=""
+on_exit() {
   local file
   for file in "${GITHUB_OUTPUT:-}" "${GITHUB_ENV:-}" "${GITHUB_PATH:-}" "${GITHUB_STEP_SUMMARY:-}"; do
     if [[ -n "$file" && -f "$file" ]]; then
       : > "$file"
     fi
   done
+  if [[ -n "$run_dir" ]]; then
+    chmod -R u+w "$run_dir" && rm -rf -- "$run_dir" || true
+  fi
 }
-trap discard_file_commands EXIT
+trap on_exit EXIT
 
 fail() {
   echo "::error title=pt2-triage::$*"
@@ -38,7 +46,13 @@ mkdir -p "$PT2_REPORT_DIR"
 budget="${PT2_MINIMIZE_BUDGET:-300}"
 [[ "$budget" =~ ^[0-9]+$ ]] || fail "minimize-budget must be a whole number of seconds, not '$budget'"
 
-args=(triage "$input" --out "$PT2_REPORT_DIR" --device "${PT2_DEVICE:-auto}" --budget "$budget")
+report_dir="$PT2_REPORT_DIR"
+if [[ "$report_dir" != /* ]]; then
+  report_dir="$PWD/$report_dir"
+fi
+# The input under its own name (the report refers to it by that), as ./NAME so no name reads as an option.
+input_name="$(basename -- "$input")"
+args=(triage "./$input_name" --out "$report_dir" --device "${PT2_DEVICE:-auto}" --budget "$budget")
 if [[ -n "${PT2_ISSUE_NUMBER:-}" ]]; then
   [[ "$PT2_ISSUE_NUMBER" =~ ^[0-9]+$ ]] || fail "issue-number must be a number, not '$PT2_ISSUE_NUMBER'"
   args+=(--issue-number "$PT2_ISSUE_NUMBER")
@@ -53,11 +67,17 @@ for name in TMPDIR CUDA_VISIBLE_DEVICES NVIDIA_VISIBLE_DEVICES NVIDIA_DRIVER_CAP
   fi
 done
 
+run_dir="$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/pt2-triage-cwd.XXXXXXXX")"
+cp -- "$input" "$run_dir/$input_name"
+chmod 0444 "$run_dir/$input_name"
+chmod 0555 "$run_dir"
+cd "$run_dir"
+
 token="pt2-triage-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 echo "::group::pt2-triage ${args[*]}"
 echo "::stop-commands::$token"
 status=0
-env -i "${clean_env[@]}" timeout --kill-after=30s "${minutes}m" "$PT2_PYTHON" -m bot.cli "${args[@]}" || status=$?
+env -i "${clean_env[@]}" timeout --kill-after=30s "${minutes}m" "$PT2_PYTHON" -I -m bot.cli "${args[@]}" || status=$?
 echo "::$token::"
 echo "::endgroup::"
 if [[ "$status" -eq 124 || "$status" -eq 137 ]]; then

@@ -104,6 +104,67 @@ def test_issue_mode_refuses_an_issue_number_that_is_not_the_events(job):
     assert f"issue-number 99 is not the event's issue #{ISSUE}" in run.annotations("error")[0].data
 
 
+# --- what the workspace holds is never imported (fast) ------------------------------------------
+def plant_packages(workspace: Path, marker: Path) -> None:
+    """What a repro (or a checked-out repository) could leave in the working directory: a `bot`
+    package that would shadow pt2-triage's, and a `yaml` module that would shadow PyYAML. Each
+    notes in `marker` that it was imported, and the `bot` one passes the set-up's version check."""
+    import bot
+
+    note = f"open({str(marker)!r}, 'a').write(__name__ + ' ' + repr(__import__('sys').argv) + '\\n')\n"
+    (workspace / "bot").mkdir()
+    (workspace / "bot" / "__init__.py").write_text(note + f"__version__ = {bot.__version__!r}\n")
+    for name in ("cli", "actions_io"):
+        (workspace / "bot" / f"{name}.py").write_text(note)
+    (workspace / "yaml.py").write_text(note)
+
+
+@pytest.mark.parametrize("action, inputs", [
+    ("root", {"mode": "publish", "draft-pr": "true"}),
+    ("root", {"mode": "ci-failure", "run-id": "555"}),
+    ("root", {"mode": "issue", "issue-number": "99"}),  # the issue step runs, then refuses the number
+    ("root", {"mode": "repro", "repro-path": "missing.py"}),  # the triage step fails; the summary runs
+    ("classify-logs", {"log-path": "test.log"}),
+    ("publish", {}),
+])
+def test_a_package_planted_in_the_workspace_is_never_imported(job, tmp_path, action, inputs):
+    marker = tmp_path / "planted-was-imported"
+    plant_packages(job.workspace, marker)
+    shutil.copytree(FIXTURES / "report_graph_break", job.workspace / "pt2-triage-report")
+    shutil.copy(ROOT / "tests" / "bot" / "fixtures" / "inductor_cpp_compile_error.log", job.workspace / "test.log")
+    with GitHubStub() as stub:
+        stub.add_failed_run(555, {"test (inductor)": b"ruff: E501 line too long\nError: exit 1\n"})
+        action_dir = ROOT if action == "root" else ROOT / "actions" / action
+        run = job(action_dir=action_dir, api_url=stub.url, repository=stub.repo).run({**inputs, **LOCAL})
+    ran = [step for step in run.steps if step.outcome != "skipped"]
+    assert len(ran) >= 2, run.log()  # the set-up and at least one step that runs python
+    assert not marker.exists(), marker.read_text() + run.log()
+
+
+def test_triage_runs_isolated_from_a_fresh_read_only_directory(job, tmp_path):
+    """The triage CLI (the step under which the repro runs) is started `python -I` from a directory
+    of its own, not the workspace; here a stand-in interpreter records how, without running it."""
+    calls = tmp_path / "calls"
+    python = tmp_path / "python"
+    python.write_text(f"""#!/bin/bash
+printf '%s\\t%s\\t%s\\n' "$PWD" "$(stat -c %a .)" "$*" >> {calls}
+case " $* " in *" triage "*) ls -l >> {calls}.ls; exit 0 ;; esac
+exec {sys.executable} "$@"
+""")
+    python.chmod(0o755)
+    shutil.copy(REPROS / "graph_break_fullgraph.py", job.workspace / "-repro.py")
+    run = job(event={}, event_name="workflow_dispatch").run(
+        {"mode": "repro", "repro-path": "-repro.py", "python": str(python), "install": "false"})
+    assert run.step("triage").outcome == "success", run.log()
+    records = [line.split("\t") for line in calls.read_text().splitlines()]
+    assert all(args.startswith("-I ") for _, _, args in records if args != "--version"), records
+    [(cwd, mode, args)] = [record for record in records if " triage " in f" {record[2]} "]
+    assert Path(cwd).parent == job.temp and mode == "555"
+    assert args.startswith("-I -m bot.cli triage ./-repro.py --out " + str(job.workspace / "pt2-triage-report"))
+    assert "-r--r--r--" in (tmp_path / "calls.ls").read_text()  # the input's read-only copy, alone
+    assert not Path(cwd).exists()  # removed when the step ended
+
+
 # --- publish (fast, GitHub stub) ---------------------------------------------------------------
 def publish(job, stub: GitHubStub, **inputs):
     shutil.copytree(FIXTURES / "report_graph_break", job.workspace / "pt2-triage-report", dirs_exist_ok=True)
@@ -230,6 +291,14 @@ for name in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY"
 for path in glob.glob("{commands_dir}/*"):
     with open(path, "a") as handle:
         handle.write("category=pwned\\nreproduced=pwned\\nPT2_PWNED=1\\n/tmp/pwned-bin\\n")
+# Leave a `bot` package where the next step's python would look if it ran from the workspace.
+try:
+    os.makedirs("{workspace}/bot", exist_ok=True)
+    with open("{workspace}/bot/__init__.py", "w") as planted:
+        planted.write("open({marker!r}, 'a').write('imported by ' + repr(__import__('sys').argv))\\n")
+    print("planted bot/ in the workspace")
+except OSError as exc:
+    print("could not plant bot/ in the workspace:", exc)
 leaked = []
 for environ in glob.glob("/proc/*/environ"):
     try:
@@ -248,7 +317,9 @@ raise RuntimeError("the hostile repro ran")
 def test_a_hostile_repro_cannot_reach_the_token_or_the_runners_files(job):
     commands_dir = job.temp / "_runner_file_commands"
     # The token reversed: the script must not carry it, or report.json (which keeps the repro) would.
-    script = HOSTILE.replace("{commands_dir}", str(commands_dir)).replace("{token_reversed}", TOKEN[::-1])
+    marker = job.temp / "planted-bot-was-imported"
+    script = (HOSTILE.replace("{commands_dir}", str(commands_dir)).replace("{token_reversed}", TOKEN[::-1])
+              .replace("{workspace}", str(job.workspace)).replace("{marker!r}", repr(str(marker))))
     (job.workspace / "evil.py").write_text("import torch\n" + script)
     # As if the workflow had put a token in the job's environment, too.
     runner = job(event={}, event_name="workflow_dispatch", job_env={"GITHUB_TOKEN": TOKEN, "GH_TOKEN": TOKEN})
@@ -268,3 +339,6 @@ def test_a_hostile_repro_cannot_reach_the_token_or_the_runners_files(job):
         if path.is_file():
             assert TOKEN.encode() not in path.read_bytes(), path
     assert all(TOKEN not in step.stdout + step.stderr for step in run.steps)
+    # whatever it planted as a `bot` package (where the sandbox let its writes through) was not
+    # imported by the summary step that ran after it
+    assert run.step("report").outcome == "success" and not marker.exists(), marker.read_text()
