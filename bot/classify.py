@@ -185,7 +185,7 @@ class Classifier:
         evidence = tuple(self._evidence(pattern, scan, chain, code))
         if not evidence or not all(facts.holds(f) for f in pattern.requires):
             return None
-        before_final_error = pattern.scope == "line" and facts.raised and max(e.line for e in evidence) < chain.start
+        before_final_error = pattern.scope == "line" and facts.raised and max(e.line for e in evidence) <= _segment_start(scan, chain)
         return Match(pattern, evidence, can_decide=not before_final_error)
 
     def _evidence(self, pattern: Pattern, scan: ScanResult, chain: ExceptionChain | None,
@@ -263,6 +263,14 @@ class Classifier:
         lines.extend(e.text for e in evidence)
         found = self.registry.find_id(lines)
         return found or next((gb for gb in scan.graph_break_ids if self.registry.get(gb)), None)
+
+
+def _segment_start(scan: ScanResult, chain: ExceptionChain) -> int:
+    """The line after which a log's text belongs to its final error: the last exception line printed
+    before that error's traceback (an earlier failure's end); 0 when nothing failed before it. A
+    kernel's device-assert lines printed just before the traceback are part of the final error."""
+    start = chain.start
+    return max((head.line for head in scan.exception_heads if head.line < start), default=0)
 
 
 def report_title(text: str) -> str:

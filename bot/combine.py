@@ -2,7 +2,10 @@
 
 The order of trust, each step measured on held-out real reports (scripts/train_text_model.py):
 1. A decisive rule on the final error wins (an `Unsupported` raised by Dynamo is a graph break
-   whatever the title says). Its confidence is that rule's precision on held-out reports.
+   whatever the title says; a KeyboardInterrupt inside the compiler is an `unknown` hang). Its
+   confidence is that rule's precision on held-out reports. The catch-all `not_pt2` rules (an
+   error whose traceback never enters the compiler) are evidence only: pasted tracebacks are
+   often cut before the compiler's frames.
 2. Otherwise the text model's distribution decides; it has read the title, the body, the code
    features and which weak rules fired.
 3. `not_pt2` needs positive evidence. A report whose code calls the compiler, or whose error runs
@@ -55,7 +58,7 @@ def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[Cont
     if learned is None or evidence.probabilities is None:
         return evidence.by_rules
     winner = evidence.winner
-    if winner is not None and winner.decisive and winner.category not in (NOT_PT2, UNKNOWN):
+    if winner is not None and winner.decisive and winner.category != NOT_PT2:
         raw = learned.rule_precision.get(winner.name, winner.confidence)
         category, how = winner.category, "rule"
         probabilities = dict(evidence.probabilities)

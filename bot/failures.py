@@ -61,6 +61,11 @@ def _regions(buf) -> list[_Region]:
         line += count_newlines(buf, counted, match.start())
         counted = match.start()
         anchors.append((match.start(), line, match))
+    next_any, next_test = [len(buf)] * len(anchors), [len(buf)] * len(anchors)
+    for index in range(len(anchors) - 2, -1, -1):  # where each region ends, in one backward pass
+        offset, _, match = anchors[index + 1]
+        next_any[index] = offset
+        next_test[index] = offset if match["traceback"] is None else next_test[index + 1]
     regions: list[_Region] = []
     in_test = False
     for index, (offset, line_no, match) in enumerate(anchors):
@@ -75,8 +80,7 @@ def _regions(buf) -> list[_Region]:
         if not is_test and in_test:
             continue  # a traceback inside a test's section belongs to that test
         in_test = in_test or is_test
-        ends = [a[0] for a in anchors[index + 1:] if a[2]["traceback"] is None or not is_test]  # a test ends at the next test
-        end = ends[0] if ends else len(buf)
+        end = next_test[index] if is_test else next_any[index]  # a test ends at the next test
         regions.append(_Region(offset, end, line_no, _test_id(match) if is_test else None))
     return regions
 

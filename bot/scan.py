@@ -44,6 +44,9 @@ MAX_TRACEBACKS = 256
 MAX_EXCEPTION_HEADS = 256
 MAX_FAILING_TESTS = 200
 MAX_LINE_CHARS = 2000
+FULL_SCAN_BYTES = 4 << 20  # inputs up to this size are scanned whole; bigger ones from their end
+TAIL_WINDOW_BYTES = 1 << 20
+CHAIN_MARGIN_BYTES = 64 << 10  # the tail window reaches this far before the final chain's first traceback
 
 
 @dataclass
@@ -88,8 +91,8 @@ class Scanner:
 
     def __init__(self, ruleset: Ruleset):
         self.line_patterns: tuple[Pattern, ...] = ruleset.in_scope("line")
-        alternatives = [p.regex for p in self.line_patterns] + [TRACEBACK, CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST]
-        self.union = re2.compile("(?m)" + "|".join(f"(?:{a})" for a in alternatives), _OPTIONS)
+        self.structure = [TRACEBACK, CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST]
+        self.union = self._union(range(len(self.line_patterns)), self.structure)
         self.line_set = re2.Set.SearchSet(re2.Options())
         for pattern in self.line_patterns:
             self.line_set.Add(pattern.regex)
@@ -99,33 +102,106 @@ class Scanner:
         self.exception_head = re2.compile("^" + EXCEPTION_HEAD)
         self.failed_test = re2.compile("^" + _TS + r"(?:FAILED|ERROR) +(\S+::\S+)")
         self.pt2_mention = re2.compile(PT2_MENTION, _OPTIONS)
+        self.gb_id = re2.compile(r"(?i)\bGB(\d{4})\b")
+        self._unions: dict[frozenset, object] = {}
+
+    def _union(self, pattern_indexes, extra) -> object:
+        alternatives = [self.line_patterns[i].regex for i in pattern_indexes] + list(extra)
+        return re2.compile("(?m)" + "|".join(f"(?:{a})" for a in alternatives), _OPTIONS) if alternatives else None
 
     def scan(self, buf: bytes) -> ScanResult:
-        """Find every interesting line of `buf` (bytes or an mmap) in one forward pass."""
-        result = ScanResult(size=len(buf), total_lines=0)
-        search, find, rfind = self.union.search, buf.find, buf.rfind
-        count = buf.count if isinstance(buf, bytes) else lambda sub, a, b: count_newlines(buf, a, b)
-        pos, line_no, counted_to = 0, 1, 0
-        while True:
-            match = search(buf, pos)
-            if match is None:
-                break
-            start = rfind(b"\n", 0, match.start()) + 1
-            end = find(b"\n", match.start())
-            end = len(buf) if end < 0 else end
-            line_no += count(b"\n", counted_to, start)
-            counted_to = start
-            self._record(result, bytes(buf[start:min(end, start + 8 * MAX_LINE_CHARS)]), start, line_no)
-            pos = end + 1
-            if pos >= len(buf):
-                break
-        result.total_lines = line_no + count(b"\n", counted_to, len(buf)) - (1 if buf[-1:] == b"\n" else 0)
+        """Find the interesting lines of `buf` (bytes or an mmap).
+
+        An issue-sized input is scanned forward, whole. A log is read from its end: the final error
+        and what surrounds it are found in a tail window that grows backwards only until it holds
+        that error's chain and the end of the failure before it; the rest of the log is only asked
+        where each `line` rule first fired and which tests failed, with a union that drops every
+        rule once it has fired. A log dense with torch output is then not parsed line by line."""
+        if len(buf) <= FULL_SCAN_BYTES:
+            result = ScanResult(size=len(buf), total_lines=0)
+            self._forward(result, buf, 0, len(buf), 1)
+            result.total_lines = count_newlines(buf, 0, len(buf)) + (0 if buf[-1:] == b"\n" or not buf else 1)
+            return result
+        return self._scan_tail_first(buf)
+
+    def _scan_tail_first(self, buf) -> ScanResult:
+        size = len(buf)
+        window_start = _line_start(buf, size - TAIL_WINDOW_BYTES)
+        tail = ScanResult(size=size, total_lines=0)
+        self._forward(tail, buf, window_start, size, 1 + count_newlines(buf, 0, window_start))
+        while window_start > 0 and not _holds_final_error(tail, window_start):
+            grown = _line_start(buf, max(0, window_start - 3 * (size - window_start)))
+            prefix = ScanResult(size=size, total_lines=0)
+            self._forward(prefix, buf, grown, window_start, 1 + count_newlines(buf, 0, grown))
+            tail, window_start = _merge(prefix, tail), grown
+        head = ScanResult(size=size, total_lines=0)
+        if window_start > 0:
+            self._first_hits(head, buf, window_start)
+        result = _merge(head, tail, structure_from_second=True)
+        result.graph_break_ids = self._graph_break_ids(buf)
+        result.total_lines = count_newlines(buf, 0, size) + (0 if buf[-1:] == b"\n" else 1)
         return result
 
-    def _record(self, result: ScanResult, raw: bytes, offset: int, line_no: int) -> None:
+    def _forward(self, result: ScanResult, buf, start: int, end: int, first_line: int) -> None:
+        """Every interesting line of buf[start:end] (which starts at a line start), in order."""
+        search, find, rfind = self.union.search, buf.find, buf.rfind
+        pos, line_no, counted_to = start, first_line, start
+        while pos < end:
+            match = search(buf, pos, end)
+            if match is None:
+                break
+            line_start = rfind(b"\n", 0, match.start()) + 1
+            line_end = find(b"\n", match.start(), end)
+            line_end = end if line_end < 0 else line_end
+            line_no += count_newlines(buf, counted_to, line_start)
+            counted_to = line_start
+            self._record(result, bytes(buf[line_start:min(line_end, line_start + 8 * MAX_LINE_CHARS)]), line_start, line_no)
+            pos = line_end + 1
+
+    def _first_hits(self, result: ScanResult, buf, end: int) -> None:
+        """Where each `line` rule first fired in buf[:end], and the failed tests there: one search
+        per hit line, with a union that loses each rule as soon as it has fired."""
+        remaining = set(range(len(self.line_patterns)))
+        pos, line_no, counted_to = 0, 1, 0
+        union = self._cached_union(remaining)
+        while pos < end and union is not None:
+            match = union.search(buf, pos, end)
+            if match is None:
+                break
+            line_start = buf.rfind(b"\n", 0, match.start()) + 1
+            line_end = buf.find(b"\n", match.start(), end)
+            line_end = end if line_end < 0 else line_end
+            line_no += count_newlines(buf, counted_to, line_start)
+            counted_to = line_start
+            raw = bytes(buf[line_start:min(line_end, line_start + 8 * MAX_LINE_CHARS)])
+            fired = self._record(result, raw, line_start, line_no, structure=False)
+            if fired & remaining:
+                remaining -= fired
+                union = self._cached_union(remaining)
+            pos = line_end + 1
+
+    def _cached_union(self, remaining: set[int]):
+        key = frozenset(remaining)
+        if key not in self._unions:
+            self._unions[key] = self._union(sorted(key), [FAILED_TEST])
+        return self._unions[key]
+
+    def _graph_break_ids(self, buf) -> list[str]:
+        found: list[str] = []
+        for match in self.gb_id.finditer(buf):
+            gb_id = "GB" + match.group(1).decode()
+            if gb_id not in found:
+                found.append(gb_id)
+                if len(found) >= MAX_FAILING_TESTS:
+                    break
+        return found
+
+    def _record(self, result: ScanResult, raw: bytes, offset: int, line_no: int, structure: bool = True) -> set[int]:
+        """Note what one line is; returns the indexes of the `line` rules that fired on it."""
         text = raw.decode("utf-8", errors="replace")
         cleaned = clean_line(text)[:MAX_LINE_CHARS]
-        for index in self.line_set.Match(text) or ():
+        fired = set(self.line_set.Match(text) or ())
+        for index in fired:
             name = self.line_patterns[index].name
             hit = result.pattern_hits.get(name)
             evidence = Evidence(line=line_no, text=cleaned)
@@ -133,22 +209,60 @@ class Scanner:
                 result.pattern_hits[name] = PatternHits(first=evidence, last=evidence)
             else:
                 hit.last, hit.count = evidence, hit.count + 1
-        if self.traceback.search(text):
-            result.tracebacks.append(Mark(offset, line_no))
-        elif self.chain_separator.search(text):
-            result.chain_separators.append(Mark(offset, line_no))
-        elif self.exception_head.search(text):
-            result.exception_heads.append(Mark(offset, line_no, cleaned))
-        for gb_digits in GB_ID_RE.findall(text):
-            gb_id = f"GB{gb_digits}"
-            if gb_id not in result.graph_break_ids and len(result.graph_break_ids) < MAX_FAILING_TESTS:
-                result.graph_break_ids.append(gb_id)
+        if structure:
+            if self.traceback.search(text):
+                result.tracebacks.append(Mark(offset, line_no))
+            elif self.chain_separator.search(text):
+                result.chain_separators.append(Mark(offset, line_no))
+            elif self.exception_head.search(text):
+                result.exception_heads.append(Mark(offset, line_no, cleaned))
+            for gb_digits in GB_ID_RE.findall(text):
+                gb_id = f"GB{gb_digits}"
+                if gb_id not in result.graph_break_ids and len(result.graph_break_ids) < MAX_FAILING_TESTS:
+                    result.graph_break_ids.append(gb_id)
         failed = self.failed_test.search(text)
         if failed and len(result.failing_tests) < MAX_FAILING_TESTS:
             test_id = clean_line(failed.group(1))
             if test_id not in result.failing_tests:
                 result.failing_tests.append(test_id)
+        return fired
 
     def mentions_pt2(self, buf: bytes) -> bool:
         """Whether the text talks about the compiler stack at all (one more pass, only when asked)."""
         return self.pt2_mention.search(buf) is not None
+
+
+def _line_start(buf, offset: int) -> int:
+    if offset <= 0:
+        return 0
+    return buf.rfind(b"\n", 0, offset) + 1
+
+
+def _holds_final_error(tail: ScanResult, window_start: int) -> bool:
+    """Whether a tail window holds what deciding the final error needs: the first traceback of its
+    last chain with some margin before it, and an earlier failure's exception line (the end of
+    the segment the final error owns). A window with no error at all is grown to the whole log."""
+    if not tail.tracebacks and not tail.exception_heads:
+        return False
+    first_mark = min([m.offset for m in tail.tracebacks] + [m.offset for m in tail.exception_heads])
+    last_start = tail.tracebacks[-1].offset if tail.tracebacks else tail.exception_heads[-1].offset
+    earlier_failure = any(h.offset < last_start - CHAIN_MARGIN_BYTES for h in tail.exception_heads)
+    return first_mark - window_start >= 0 and last_start - window_start >= CHAIN_MARGIN_BYTES and earlier_failure
+
+
+def _merge(first: ScanResult, second: ScanResult, structure_from_second: bool = False) -> ScanResult:
+    """Two scans of adjacent ranges as one (`first` comes earlier in the input)."""
+    merged = ScanResult(size=second.size, total_lines=0)
+    for name in {**first.pattern_hits, **second.pattern_hits}:
+        a, b = first.pattern_hits.get(name), second.pattern_hits.get(name)
+        merged.pattern_hits[name] = (PatternHits(a.first, b.last, a.count + b.count) if a and b else a or b)
+    for attribute in ("tracebacks", "chain_separators", "exception_heads"):
+        target = getattr(merged, attribute)
+        if not structure_from_second:
+            target.extend(getattr(first, attribute))
+        target.extend(getattr(second, attribute))
+    for test in first.failing_tests + second.failing_tests:
+        if test not in merged.failing_tests and len(merged.failing_tests) < MAX_FAILING_TESTS:
+            merged.failing_tests.append(test)
+    merged.graph_break_ids = list(dict.fromkeys(first.graph_break_ids + second.graph_break_ids))[:MAX_FAILING_TESTS]
+    return merged

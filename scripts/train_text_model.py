@@ -43,9 +43,15 @@ from bot.textmodel import ModelInput, parse_learned  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "real"
 OUT = ROOT / "bot" / "rules" / "text_model.json"
-C_GRID = (3.0, 10.0, 30.0, 100.0)
+C_GRID = (10.0, 30.0, 100.0)
+TITLE_SCALES = (1.0, 1.5)
+SIGNAL_SCALES = (0.3, 0.5)
 # (block, kind, scale): the body's words, the title's words, the rule hits and features
 BLOCKS = (("text", "tfidf", 1.0), ("title", "tfidf", 1.0), ("signals", "binary", 0.5))
+
+
+def blocks(title_scale: float, signal_scale: float) -> tuple:
+    return (("text", "tfidf", 1.0), ("title", "tfidf", title_scale), ("signals", "binary", signal_scale))
 FOLDS = 5
 SEED = 0
 MIN_WEIGHT = 1e-3  # terms whose weights are all smaller than this are dropped from the JSON
@@ -106,7 +112,7 @@ def rule_precision(cases: list[dict], evidences: list[combine.Evidence]) -> dict
     prior = {}
     for case, evidence in zip(cases, evidences):
         winner = evidence.winner
-        if winner is not None and winner.decisive and winner.category not in (combine.NOT_PT2, combine.UNKNOWN):
+        if winner is not None and winner.decisive and winner.category != combine.NOT_PT2:
             hits[winner.name][0] += winner.category == case["category"]
             hits[winner.name][1] += 1
             prior[winner.name] = winner.confidence
@@ -178,12 +184,19 @@ def main() -> None:
     precisions = rule_precision(cases, evidences)
     context = classifier.ruleset.context
 
+    global BLOCKS
     scores = {}
     for c in C_GRID:
-        outcomes = cross_validated(cases, inputs, evidences, precisions, c, context)
-        scores[c] = sum(o[2] for o in outcomes) / len(outcomes)
-        print(f"C={c:g}: cross-validated combined accuracy {scores[c]:.3f}", file=sys.stderr)
-    best_c = max(C_GRID, key=lambda c: (round(scores[c], 4), -c))
+        for title_scale in TITLE_SCALES:
+            for signal_scale in SIGNAL_SCALES:
+                BLOCKS = blocks(title_scale, signal_scale)
+                outcomes = cross_validated(cases, inputs, evidences, precisions, c, context)
+                scores[(c, title_scale, signal_scale)] = sum(o[2] for o in outcomes) / len(outcomes)
+                print(f"C={c:g} title={title_scale:g} signals={signal_scale:g}: cross-validated combined accuracy "
+                      f"{scores[(c, title_scale, signal_scale)]:.3f}", file=sys.stderr)
+    best = max(scores, key=lambda k: (round(scores[k], 4), -k[0], k[1], -k[2]))
+    best_c = best[0]
+    BLOCKS = blocks(best[1], best[2])
     outcomes = cross_validated(cases, inputs, evidences, precisions, best_c, context)
 
     if args.errors:
@@ -202,7 +215,8 @@ def main() -> None:
         "calibration": {"curves": curves, "unsure_below": UNSURE_BELOW},
         "rule_precision": precisions,
         "trained_on": {"splits": ["train", "dev"], "cases": len(cases), "corpus_sha256_16": digest, "C": best_c,
-                       "cross_validated_accuracy": round(scores[best_c], 4), "folds": FOLDS},
+                       "title_scale": best[1], "signal_scale": best[2],
+                       "cross_validated_accuracy": round(scores[best], 4), "folds": FOLDS},
     }
     text = json.dumps(result, sort_keys=True, separators=(",", ":")) + "\n"
     if args.check:
@@ -211,7 +225,7 @@ def main() -> None:
     by_how = Counter(o[0] for o in outcomes)
     terms = sum(len(block["terms"]) for block in result["model"]["blocks"])
     print(f"wrote {OUT.relative_to(ROOT)}: {terms} terms, C={best_c:g}, "
-          f"cross-validated accuracy {scores[best_c]:.3f}; decided by {dict(by_how)}")
+          f"cross-validated accuracy {scores[best]:.3f}; decided by {dict(by_how)}")
 
 
 if __name__ == "__main__":
