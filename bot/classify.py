@@ -116,6 +116,10 @@ class RuleFindings:
     matches: list[Match]
     by_rules: Classification
 
+    @property
+    def winner(self) -> Pattern | None:
+        return next((m.pattern for m in self.matches if m.can_decide), None)
+
 
 class Classifier:
     """Holds the compiled ruleset; `classify` is then a pure function of the input."""
@@ -126,9 +130,19 @@ class Classifier:
         self.registry = registry
         self.scanner = Scanner(ruleset)
         self.compiled = {p.name: re2.compile(p.regex) for p in ruleset.patterns}
-        self.learned = load_learned() if learned is _DEFAULT else learned
+        self._learned = learned  # loaded on first use: a log (rules only) never pays for the model
         self.anywhere = {p.name: re2.compile("(?m)" + p.regex) for p in ruleset.patterns
                          if p.scope in ("exception", "message") and p.regex != "."}
+
+    @property
+    def learned(self) -> LearnedParts | None:
+        if self._learned is _DEFAULT:
+            self._learned = load_learned()
+        return self._learned
+
+    @learned.setter
+    def learned(self, value: LearnedParts | None) -> None:
+        self._learned = value
 
     def classify_text(self, text: str | bytes, context: str = "", report: bool | None = None) -> Classification:
         buf = text.encode("utf-8", errors="surrogateescape") if isinstance(text, str) else text
@@ -161,8 +175,7 @@ class Classifier:
         signals = model_signals(found.matches, features, found.chain, found.facts) + self._anywhere(text)
         given = ModelInput(tuple(tokens(text)), tuple(tokens(report_title(text))), tuple(signals))
         model = self.learned.model if with_model and self.learned is not None else None
-        winner = next((m.pattern for m in found.matches if m.can_decide), None)
-        return combine.Evidence(found.by_rules, winner, features,
+        return combine.Evidence(found.by_rules, found.winner, features,
                                 found.facts.pt2_frames or found.facts.pt2_types,
                                 model.scores(given) if model else None, given)
 
@@ -172,7 +185,15 @@ class Classifier:
         return [f"__a_{name}__" for name, regex in self.anywhere.items() if regex.search(text)]
 
     def _by_rules(self, buf: bytes, context: str) -> "RuleFindings":
-        scan = self.scanner.scan(buf)
+        """The rules' findings. A big log is read from its end first: when its final error decides
+        on its own, what the rest of the log holds could only add evidence, so it is not read."""
+        scan = self.scanner.scan(buf, lazy=True)
+        found = self._findings(buf, context, scan)
+        if scan.rest is not None and not (found.winner is not None and found.winner.decisive):
+            found = self._findings(buf, context, scan.complete())
+        return found
+
+    def _findings(self, buf: bytes, context: str, scan: ScanResult) -> "RuleFindings":
         chain = final_chain(buf, scan)
         code = _code_texts(buf)
         facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()), code)

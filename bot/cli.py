@@ -13,8 +13,6 @@ from typing import Iterator
 
 from . import __version__
 from .classify import Classifier
-from .evaluate import Outcome, evaluate
-from .failures import distinct_failures
 from .extract import MAX_MARKDOWN_CHARS, request_from_text
 from .logtext import decode
 from .graph_breaks import load_registry
@@ -60,6 +58,8 @@ def classification_json(result: Classification, ruleset: Ruleset) -> dict:
 
 
 def cmd_classify(args: argparse.Namespace) -> int:
+    from .failures import distinct_failures
+
     classifier = build_classifier(args.rules)
     with open_input(args.file) as data:
         result = classifier.classify(data)
@@ -119,6 +119,8 @@ def corpus_path(corpus: str | None, split: str | None) -> Path:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate import Outcome, evaluate
+
     if args.split == "test" and args.mistakes:
         raise UsageError("the test split is scored, never inspected case by case: --mistakes works on train and dev")
     classifier = build_classifier(args.rules)

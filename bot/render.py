@@ -9,8 +9,6 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-import jinja2
-
 
 def templates_dir() -> str:
     """`templates/` next to this package in a source checkout (editable installs included), else the
@@ -23,7 +21,10 @@ def templates_dir() -> str:
 
 
 @lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
+def environment():
+    """The Jinja2 environment (imported on first use: `classify --json` renders nothing)."""
+    import jinja2
+
     root = templates_dir()
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(root),

@@ -8,8 +8,10 @@ bounded hit tables, so it stays under 2x the input size.
 """
 from __future__ import annotations
 
+import mmap
 from collections import deque
-from dataclasses import dataclass, field
+from typing import Callable
+from dataclasses import dataclass, field, replace
 
 import re2
 
@@ -77,13 +79,35 @@ class ScanResult:
     exception_heads: deque = field(default_factory=lambda: deque(maxlen=MAX_EXCEPTION_HEADS))
     failing_tests: list[str] = field(default_factory=list)
     graph_break_ids: list[str] = field(default_factory=list)  # GBxxxx seen in hit lines, in order
+    # For a log read from its end: how to read the rest (where each `line` rule first fired before
+    # the tail window). None once the scan is complete.
+    rest: Callable[[], "ScanResult"] | None = field(default=None, repr=False, compare=False)
+
+    def complete(self) -> "ScanResult":
+        return self.rest() if self.rest is not None else self
 
 
 def count_newlines(buf, start: int, end: int, chunk: int = 8 << 20) -> int:
-    """Newlines in buf[start:end] for any buffer (an mmap has no .count), copying 8 MB at a time."""
-    if isinstance(buf, bytes):
+    """Newlines in buf[start:end] for any buffer (an mmap has no .count), copying 8 MB at a time.
+    An mmap's pages are handed back once counted, so counting a big log does not keep it resident."""
+    if isinstance(buf, (bytes, bytearray)):
         return buf.count(b"\n", start, end)
-    return sum(bytes(buf[i:min(i + chunk, end)]).count(b"\n") for i in range(start, end, chunk))
+    total = 0
+    for offset in range(start, end, chunk):
+        total += bytes(buf[offset:min(offset + chunk, end)]).count(b"\n")
+        _release(buf, offset, min(offset + chunk, end))
+    return total
+
+
+def _release(buf, start: int, end: int) -> None:
+    """Drop the resident pages of a read-only file mapping (they are re-read from the page cache if needed)."""
+    page = mmap.PAGESIZE
+    first = -(-start // page) * page
+    if isinstance(buf, mmap.mmap) and end - first >= page:
+        try:
+            buf.madvise(mmap.MADV_DONTNEED, first, (end - first) // page * page)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 class Scanner:
@@ -102,44 +126,58 @@ class Scanner:
         self.exception_head = re2.compile("^" + EXCEPTION_HEAD)
         self.failed_test = re2.compile("^" + _TS + r"(?:FAILED|ERROR) +(\S+::\S+)")
         self.pt2_mention = re2.compile(PT2_MENTION, _OPTIONS)
-        self.gb_id = re2.compile(r"(?i)\bGB(\d{4})\b")
         self._unions: dict[frozenset, object] = {}
 
     def _union(self, pattern_indexes, extra) -> object:
         alternatives = [self.line_patterns[i].regex for i in pattern_indexes] + list(extra)
         return re2.compile("(?m)" + "|".join(f"(?:{a})" for a in alternatives), _OPTIONS) if alternatives else None
 
-    def scan(self, buf: bytes) -> ScanResult:
+    def scan(self, buf: bytes, lazy: bool = False) -> ScanResult:
         """Find the interesting lines of `buf` (bytes or an mmap).
 
         An issue-sized input is scanned forward, whole. A log is read from its end: the final error
         and what surrounds it are found in a tail window that grows backwards only until it holds
         that error's chain and the end of the failure before it; the rest of the log is only asked
         where each `line` rule first fired and which tests failed, with a union that drops every
-        rule once it has fired. A log dense with torch output is then not parsed line by line."""
+        rule once it has fired. A log dense with torch output is then not parsed line by line.
+        With `lazy`, that second part waits until `result.complete()` is called: a caller whose
+        verdict the final error already decides never reads the rest of the log."""
         if len(buf) <= FULL_SCAN_BYTES:
             result = ScanResult(size=len(buf), total_lines=0)
             self._forward(result, buf, 0, len(buf), 1)
             result.total_lines = count_newlines(buf, 0, len(buf)) + (0 if buf[-1:] == b"\n" or not buf else 1)
             return result
-        return self._scan_tail_first(buf)
+        result = self._scan_tail_first(buf)
+        return result if lazy else result.complete()
 
     def _scan_tail_first(self, buf) -> ScanResult:
         size = len(buf)
         window_start = _line_start(buf, size - TAIL_WINDOW_BYTES)
         tail = ScanResult(size=size, total_lines=0)
-        self._forward(tail, buf, window_start, size, 1 + count_newlines(buf, 0, window_start))
+        self._forward(tail, buf, window_start, size, 1)  # line numbers relative to the window until the end
         while window_start > 0 and not _holds_final_error(tail, window_start):
             grown = _line_start(buf, max(0, window_start - 3 * (size - window_start)))
             prefix = ScanResult(size=size, total_lines=0)
-            self._forward(prefix, buf, grown, window_start, 1 + count_newlines(buf, 0, grown))
-            tail, window_start = _merge(prefix, tail), grown
-        head = ScanResult(size=size, total_lines=0)
-        if window_start > 0:
-            self._first_hits(head, buf, window_start)
+            self._forward(prefix, buf, grown, window_start, 1)
+            tail = _merge(prefix, _shifted(tail, count_newlines(buf, grown, window_start)))
+            window_start = grown
+        head_lines = count_newlines(buf, 0, window_start)
+        tail = _shifted(tail, head_lines)
+        tail.total_lines = head_lines + count_newlines(buf, window_start, size) + (0 if buf[-1:] == b"\n" else 1)
+        if window_start == 0:
+            return tail
+        tail.rest = lambda: self._with_head(buf, tail, window_start)
+        return tail
+
+    def _with_head(self, buf, tail: ScanResult, window_start: int) -> ScanResult:
+        """The tail scan completed with what lies before its window."""
+        chain_start = _last_chain_start(tail)
+        wants_last_head = not any(h.offset < chain_start for h in tail.exception_heads)
+        head = ScanResult(size=tail.size, total_lines=0)
+        self._first_hits(head, buf, window_start, wants_last_head)
         result = _merge(head, tail, structure_from_second=True)
-        result.graph_break_ids = self._graph_break_ids(buf)
-        result.total_lines = count_newlines(buf, 0, size) + (0 if buf[-1:] == b"\n" else 1)
+        result.exception_heads.extendleft(list(head.exception_heads)[-1:])  # the failure before the window
+        result.total_lines = tail.total_lines
         return result
 
     def _forward(self, result: ScanResult, buf, start: int, end: int, first_line: int) -> None:
@@ -158,12 +196,13 @@ class Scanner:
             self._record(result, bytes(buf[line_start:min(line_end, line_start + 8 * MAX_LINE_CHARS)]), line_start, line_no)
             pos = line_end + 1
 
-    def _first_hits(self, result: ScanResult, buf, end: int) -> None:
-        """Where each `line` rule first fired in buf[:end], and the failed tests there: one search
-        per hit line, with a union that loses each rule as soon as it has fired."""
+    def _first_hits(self, result: ScanResult, buf, end: int, wants_last_head: bool) -> int:
+        """Where each `line` rule first fired in buf[:end], the failed tests there and (when asked)
+        the last exception line: one search per hit line, with a union that loses each rule as soon
+        as it has fired. Returns the number of newlines in buf[:end]."""
         remaining = set(range(len(self.line_patterns)))
         pos, line_no, counted_to = 0, 1, 0
-        union = self._cached_union(remaining)
+        union = self._cached_union(remaining, wants_last_head)
         while pos < end and union is not None:
             match = union.search(buf, pos, end)
             if match is None:
@@ -175,26 +214,19 @@ class Scanner:
             counted_to = line_start
             raw = bytes(buf[line_start:min(line_end, line_start + 8 * MAX_LINE_CHARS)])
             fired = self._record(result, raw, line_start, line_no, structure=False)
+            if wants_last_head and self.exception_head.search(raw.decode("utf-8", errors="replace")):
+                result.exception_heads.append(Mark(line_start, line_no))
             if fired & remaining:
                 remaining -= fired
-                union = self._cached_union(remaining)
+                union = self._cached_union(remaining, wants_last_head)
             pos = line_end + 1
+        return line_no - 1 + count_newlines(buf, counted_to, end)
 
-    def _cached_union(self, remaining: set[int]):
-        key = frozenset(remaining)
+    def _cached_union(self, remaining: set[int], with_heads: bool = False):
+        key = (frozenset(remaining), with_heads)
         if key not in self._unions:
-            self._unions[key] = self._union(sorted(key), [FAILED_TEST])
+            self._unions[key] = self._union(sorted(remaining), [FAILED_TEST] + ([EXCEPTION_HEAD] if with_heads else []))
         return self._unions[key]
-
-    def _graph_break_ids(self, buf) -> list[str]:
-        found: list[str] = []
-        for match in self.gb_id.finditer(buf):
-            gb_id = "GB" + match.group(1).decode()
-            if gb_id not in found:
-                found.append(gb_id)
-                if len(found) >= MAX_FAILING_TESTS:
-                    break
-        return found
 
     def _record(self, result: ScanResult, raw: bytes, offset: int, line_no: int, structure: bool = True) -> set[int]:
         """Note what one line is; returns the indexes of the `line` rules that fired on it."""
@@ -216,10 +248,10 @@ class Scanner:
                 result.chain_separators.append(Mark(offset, line_no))
             elif self.exception_head.search(text):
                 result.exception_heads.append(Mark(offset, line_no, cleaned))
-            for gb_digits in GB_ID_RE.findall(text):
-                gb_id = f"GB{gb_digits}"
-                if gb_id not in result.graph_break_ids and len(result.graph_break_ids) < MAX_FAILING_TESTS:
-                    result.graph_break_ids.append(gb_id)
+        for gb_digits in GB_ID_RE.findall(text):  # the ids of the breaks a hit line names
+            gb_id = f"GB{gb_digits}"
+            if gb_id not in result.graph_break_ids and len(result.graph_break_ids) < MAX_FAILING_TESTS:
+                result.graph_break_ids.append(gb_id)
         failed = self.failed_test.search(text)
         if failed and len(result.failing_tests) < MAX_FAILING_TESTS:
             test_id = clean_line(failed.group(1))
@@ -238,16 +270,39 @@ def _line_start(buf, offset: int) -> int:
     return buf.rfind(b"\n", 0, offset) + 1
 
 
+def _last_chain_start(tail: ScanResult) -> int:
+    """Offset of the first traceback of the last chain (walking back over "The above exception ..."
+    separators), or of the last exception line when there is no traceback."""
+    if not tail.tracebacks:
+        return tail.exception_heads[-1].offset if tail.exception_heads else 0
+    tracebacks, separators = list(tail.tracebacks), [m.offset for m in tail.chain_separators]
+    index = len(tracebacks) - 1
+    while index > 0 and any(tracebacks[index - 1].offset < s < tracebacks[index].offset for s in separators):
+        index -= 1
+    return tracebacks[index].offset
+
+
 def _holds_final_error(tail: ScanResult, window_start: int) -> bool:
-    """Whether a tail window holds what deciding the final error needs: the first traceback of its
-    last chain with some margin before it, and an earlier failure's exception line (the end of
-    the segment the final error owns). A window with no error at all is grown to the whole log."""
+    """Whether a tail window holds the final error whole: the first traceback of its last chain,
+    with some margin before it. A window with no error in it grows to the whole log."""
     if not tail.tracebacks and not tail.exception_heads:
         return False
-    first_mark = min([m.offset for m in tail.tracebacks] + [m.offset for m in tail.exception_heads])
-    last_start = tail.tracebacks[-1].offset if tail.tracebacks else tail.exception_heads[-1].offset
-    earlier_failure = any(h.offset < last_start - CHAIN_MARGIN_BYTES for h in tail.exception_heads)
-    return first_mark - window_start >= 0 and last_start - window_start >= CHAIN_MARGIN_BYTES and earlier_failure
+    return _last_chain_start(tail) - window_start >= CHAIN_MARGIN_BYTES
+
+
+def _shifted(result: ScanResult, lines: int) -> ScanResult:
+    """The same scan with every line number moved down by `lines` (it started that far into the input)."""
+    if not lines:
+        return result
+    for hit in result.pattern_hits.values():
+        hit.first = replace(hit.first, line=hit.first.line + lines)
+        hit.last = replace(hit.last, line=hit.last.line + lines)
+    for attribute in ("tracebacks", "chain_separators", "exception_heads"):
+        marks = getattr(result, attribute)
+        moved = [replace(m, line=m.line + lines) for m in marks]
+        marks.clear()
+        marks.extend(moved)
+    return result
 
 
 def _merge(first: ScanResult, second: ScanResult, structure_from_second: bool = False) -> ScanResult:

@@ -39,7 +39,9 @@ def test_reading_from_the_end_finds_what_a_forward_scan_finds(classifier, fixtur
             assert from_end.pattern_hits[name].last == hit.last, name
         assert from_end.pattern_hits[name].last.line <= hit.last.line
     assert from_end.failing_tests == whole.failing_tests
-    assert from_end.graph_break_ids == whole.graph_break_ids
+    # GB ids: the first one logged (the fallback id of a logged break) and every one near the end
+    assert from_end.graph_break_ids[0] == whole.graph_break_ids[0]
+    assert set(from_end.graph_break_ids) <= set(whole.graph_break_ids)
     assert tail_start <= from_end.tracebacks[0].line
 
 
