@@ -16,7 +16,8 @@ serves run requests on CTRL_FD, a SOCK_SEQPACKET unix socket: one JSON message p
 
 CONFIG_JSON: {"mode": "bwrap" | "unsafe", "seccomp": hex of the strict filter program, "runs": the
 directory holding every run's workdir, "caches": the one holding the jobs' caches, "workdir" and
-"cache": where a run sees its own, "home"}.
+"cache": where a run sees its own, "home", "inductor_tmp": Inductor's default cache directory, where
+a run with a job cache gets the job's `inductor_tmp` (precompiled headers, as for a cold run)}.
 
 In "bwrap" mode the server itself runs inside bubblewrap (as a cold run does, minus --disable-userns
 and with the seccomp "server" profile, because its children build namespaces), and each run is:
@@ -187,9 +188,17 @@ def build_view(request, config):
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     os.mkdir(config["home"], 0o755)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    if "/" in request["run_dir"] or "/" in (request.get("cache_dir") or ""):
+        raise ValueError("run and cache directories are plain names")
     mount(os.path.join(config["runs"], request["run_dir"]), config["workdir"], None, MS_BIND | MS_REC)
     if request.get("cache_dir"):
-        mount(os.path.join(config["caches"], request["cache_dir"]), config["cache"], None, MS_BIND | MS_REC)
+        job_cache = os.path.join(config["caches"], request["cache_dir"])
+        mount(job_cache, config["cache"], None, MS_BIND | MS_REC)
+        # Inductor's default cache dir (precompiled headers) was fixed at import: /tmp/torchinductor_<user>
+        os.mkdir(config["inductor_tmp"], 0o755)
+        mount(os.path.join(job_cache, "inductor_tmp"), config["inductor_tmp"], None, MS_BIND | MS_REC)
+    else:  # the server's scratch /cache would otherwise be shared by every run without a job cache
+        mount("tmpfs", config["cache"], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
     for hidden in (config["runs"], config["caches"]):  # every other run's workdir, every other job's cache
         mount("tmpfs", hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
     loopback_up()

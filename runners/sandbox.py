@@ -45,6 +45,7 @@ import glob
 import json
 import logging
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -89,6 +90,7 @@ INSIDE_WORKDIR = "/sandbox"
 INSIDE_CACHE = "/cache"
 INSIDE_RUNNER = "/.pt2"
 INSIDE_HOME = "/tmp/home"
+JOB_INDUCTOR_TMP = "inductor_tmp"  # in a job's cache dir: what Inductor keeps in its default dir (precompiled headers)
 SYSTEM_RO = ("/usr", "/etc", "/sys")
 SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")  # symlinks into /usr on merged-/usr hosts
 # Directories an interpreter prefix must not be, nor contain: binding one would show what the sandbox hides.
@@ -273,10 +275,14 @@ def _bwrap_trial(path: str) -> subprocess.CompletedProcess:
         os.close(read_fd)
 
 
-def _bwrap_base() -> list[str]:
-    """Namespaces and identity: inside, always uid/gid 65534, whoever we are outside."""
-    return ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--as-pid-1",
-            "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--hostname", "sandbox"]
+def _bwrap_base(die_with_parent: bool = True) -> list[str]:
+    """Namespaces and identity: inside, always uid/gid 65534, whoever we are outside.
+    `die_with_parent`: the sandbox dies when the thread that started it does (PR_SET_PDEATHSIG
+    follows the thread, not the process: right for a run its thread waits for, wrong for the warm
+    server, which a short-lived thread may start and which exits when its socket closes anyway)."""
+    return ["--unshare-all", "--unshare-user", *(["--die-with-parent"] if die_with_parent else []), "--new-session",
+            "--as-pid-1", "--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID),
+            "--hostname", "sandbox"]
 
 
 def _system_binds() -> list[str]:
@@ -474,6 +480,30 @@ def _validate(spec: RunSpec) -> None:
             raise ValueError(f"file {name!r} would be written outside the workdir") from None
 
 
+def inside_inductor_tmp() -> str:
+    """Inductor's default cache directory as the sandbox uid sees it: torch derives it at import from
+    the temp dir and the user name (getpass, else uid_N), and keeps precompiled headers there."""
+    try:
+        name = pwd.getpwuid(SANDBOX_UID).pw_name
+    except KeyError:
+        name = f"uid_{SANDBOX_UID}"
+    return f"/tmp/torchinductor_{name}"
+
+
+def prepare_job_cache(cache: Path, owner: tuple[int, int] | None) -> None:
+    """A job's cache dir with its `inductor_tmp`, handed to the sandbox uid (as root)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    fd = safefs.open_dir(cache)
+    try:
+        if owner:
+            os.fchown(fd, *owner)
+        os.close(safefs.open_dir_beneath(fd, JOB_INDUCTOR_TMP, create=True))
+        if owner:
+            os.chown(JOB_INDUCTOR_TMP, *owner, dir_fd=fd, follow_symlinks=False)
+    finally:
+        os.close(fd)
+
+
 def prepare(spec: RunSpec, parent: str | None = None) -> Prepared:
     """Validate the spec (before touching the disk), then make and fill the workdir (in `parent` when
     given: the warm worker's runs directory). Files are written with O_NOFOLLOW|O_EXCL semantics, so a
@@ -506,10 +536,7 @@ def prepare(spec: RunSpec, parent: str | None = None) -> Prepared:
         finally:
             os.close(root)
         if spec.cache_dir:
-            cache = Path(spec.cache_dir)
-            cache.mkdir(parents=True, exist_ok=True)
-            if owner:
-                os.chown(cache, *owner, follow_symlinks=False)
+            prepare_job_cache(Path(spec.cache_dir), owner)
     except BaseException:
         if owned:
             safefs.remove_tree(workdir)
@@ -762,14 +789,15 @@ def launcher_config(spec: RunSpec, status_fd: int, evidence_fd: int, sandboxed: 
 def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, str]], chdir: str, seccomp_fd: int,
                   tmp_bytes: int, strict: bool = True, gpu: bool = False, share_net: bool = False,
                   runner_files: tuple[str, ...] = ("_launcher.py", "_bootstrap.py"), scratch: tuple[str, ...] = (),
-                  cgroup_procs: str | None = None, read_only: tuple[str, ...] = ()) -> tuple[list[str], dict]:
+                  cgroup_procs: str | None = None, read_only: tuple[str, ...] = (),
+                  die_with_parent: bool = True) -> tuple[list[str], dict]:
     """bwrap argv (and Popen kwargs) running `inner` in a sandbox: the system read-only, the
     interpreter's directories read-only, our `runner_files` under /.pt2, `writable` (host path,
     inside path) read-write, / and /dev read-only, `scratch` small private tmpfs (the warm server's:
     torch makes its cache directory at import, and its children mount each run there).
     `strict`: no further user namespaces (cold runs)."""
     found = require_bubblewrap()
-    head = [*_bwrap_base(), *_system_binds()]
+    head = [*_bwrap_base(die_with_parent), *_system_binds()]
     if gpu:
         for device in sorted(glob.glob(GPU_DEVICES)):
             head += ["--dev-bind", device, device]
@@ -801,7 +829,8 @@ def sandbox_command(spec: RunSpec, prepared: Prepared, inner: list[str], seccomp
     """bwrap argv (and Popen kwargs) running `inner` in the sandbox `spec` and `prepared` describe."""
     writable = [(str(prepared.workdir), INSIDE_WORKDIR)]
     if spec.cache_dir:
-        writable.append((spec.cache_dir, INSIDE_CACHE))
+        writable += [(spec.cache_dir, INSIDE_CACHE),
+                     (os.path.join(spec.cache_dir, JOB_INDUCTOR_TMP), inside_inductor_tmp())]
     return bwrap_command(inner, python=spec.python, writable=writable, chdir=prepared.inside_cwd,
                          seccomp_fd=seccomp_fd, tmp_bytes=spec.tmp_bytes, gpu=spec.gpu,
                          share_net=not spec.isolate_network, cgroup_procs=cgroup_procs,

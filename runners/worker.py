@@ -194,14 +194,14 @@ class WarmWorker:
                 os.chown(path, uid, gid)
         config = {"mode": "bwrap", "seccomp": seccomp.build_filter("strict").hex(), "runs": INSIDE_RUNS,
                   "caches": INSIDE_CACHES, "workdir": sandbox.INSIDE_WORKDIR, "cache": sandbox.INSIDE_CACHE,
-                  "home": sandbox.INSIDE_HOME}
+                  "home": sandbox.INSIDE_HOME, "inductor_tmp": sandbox.inside_inductor_tmp()}
         seccomp_fd = sandbox._pipe_with(seccomp.build_filter("server"))
         inner = [self.python, f"{sandbox.INSIDE_RUNNER}/_worker_server.py", str(ctrl_fd), json.dumps(config), *self.preload]
         argv, kwargs = sandbox.bwrap_command(
             inner, python=self.python, writable=[(str(runs), INSIDE_RUNS), (str(self.caches_dir), INSIDE_CACHES)],
             chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
             share_net=not self.isolate_network, runner_files=("_worker_server.py", "_bootstrap.py"),
-            scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE))
+            scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False)
         self.network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
             if self.isolate_network else (False, "the host's network (isolate_network=False)")
         self.sandbox = sandbox.sandbox_description(True) + ", namespaces of its own per run"
@@ -321,11 +321,8 @@ class WarmWorker:
         cache = None
         if spec.cache_dir:
             cache = cache_key(spec.cache_dir)
-            path = self.caches_dir / cache
-            path.mkdir(exist_ok=True)
             uid, gid, drop = sandbox.sandbox_owner()
-            if drop:
-                os.chown(path, uid, gid)
+            sandbox.prepare_job_cache(self.caches_dir / cache, (uid, gid) if drop else None)
         return {**request, "run_dir": prepared.workdir.name, "cache_dir": cache, "cwd": spec.cwd or "",
                 "nproc": spec.max_processes or 0}
 

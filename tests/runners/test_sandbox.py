@@ -232,4 +232,5 @@ def test_the_caches_of_a_job_are_shared_and_nothing_else(tmp_path):
     cache = tmp_path / "job-cache"
     script = "import os\nprint(os.environ['TORCHINDUCTOR_CACHE_DIR'])\nprint(sorted(os.listdir('/cache')))\nopen('/cache/x', 'w')"
     first, second = run(RunSpec(script=script, cache_dir=str(cache))), run(RunSpec(script=script, cache_dir=str(cache)))
-    assert first.stdout == "/cache/inductor_cache\n[]\n" and second.stdout == "/cache/inductor_cache\n['x']\n"
+    assert first.stdout == "/cache/inductor_cache\n['inductor_tmp']\n"
+    assert second.stdout == "/cache/inductor_cache\n['inductor_tmp', 'x']\n"

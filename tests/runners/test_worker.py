@@ -163,11 +163,16 @@ def test_a_dead_server_is_restarted_once_then_runs_go_cold():
 
 
 def test_a_jobs_cache_is_shared_by_its_warm_runs_and_hidden_from_other_jobs(bare, tmp_path):
-    script = "import os\nprint(sorted(os.listdir('/cache')))\nopen('/cache/' + os.environ['OMP_NUM_THREADS'], 'w')"
+    script = ("import glob, os\nprint(sorted(os.listdir('/cache')), glob.glob('/tmp/torchinductor_*/*'))\n"
+              "n = os.environ['OMP_NUM_THREADS']\nopen('/cache/' + n, 'w')\n"
+              "open(glob.glob('/tmp/torchinductor_*')[0] + '/pch' + n, 'w')\n")
     job_a, job_b = str(tmp_path / "a"), str(tmp_path / "b")
     outputs = [bare.run(RunSpec(script=script, cache_dir=job, env={"OMP_NUM_THREADS": n})).stdout
                for job, n in ((job_a, "1"), (job_a, "2"), (job_b, "3"))]
-    assert outputs == ["[]\n", "['1']\n", "[]\n"]
+    assert outputs == ["['inductor_tmp'] []\n", "['1', 'inductor_tmp'] ['/tmp/torchinductor_nobody/pch1']\n",
+                       "['inductor_tmp'] []\n"]
+    no_job = bare.run(RunSpec(script="open('/cache/x', 'w')"))  # the server's scratch dir is not a channel
+    assert no_job.uncaught_exception["type"] == "builtins.OSError" and "Read-only" in no_job.uncaught_exception["message"]
 
 
 def test_a_kept_warm_workdir_outlives_the_worker(tmp_path):
@@ -190,3 +195,20 @@ def test_a_server_that_could_not_clean_up_is_replaced_not_reused(monkeypatch):
         result = warm.run(RunSpec(script="print(2)"))
         assert (result.stdout, result.warm, warm.replacements, warm.restarts) == ("2\n", True, 1, 0)
         assert warm._proc.pid != first_server
+
+
+def test_a_worker_started_by_a_thread_that_ended_keeps_serving():
+    """The CLI starts its pool in a background thread; a parent-death signal tied to that thread
+    would kill the server as soon as the thread is done."""
+    import threading
+    warm = WarmWorker(preload=())
+    starter = threading.Thread(target=warm.start)
+    starter.start()
+    starter.join()
+    try:
+        import time
+        time.sleep(0.3)
+        result = warm.run(RunSpec(script="print('still here')"))
+        assert (result.stdout, result.warm, warm.restarts) == ("still here\n", True, 0)
+    finally:
+        warm.close()
