@@ -1,0 +1,280 @@
+"""Hooks on torch that the bootstrap installs inside a sandboxed run, before the script starts.
+
+Standalone (stdlib and torch only; never imported by the trusted side). What a run asks for comes
+in `PT2_TRIAGE_PROBE` (JSON); what it found goes back in the bootstrap's report under "probe".
+
+Switches (the ablation ladder re-runs a repro under each, without editing the user's text):
+  backend      "eager" | "aot_eager" | "aot_eager_decomp_partition" | "inductor": the backend of
+               every torch.compile call (a custom backend callable is replaced too)
+  compiler     "off": torch.compile'd code runs eagerly (torch.compiler.set_stance("force_eager"))
+  dynamic      false: every torch.compile call with dynamic=False
+  fullgraph    false: every torch.compile call with fullgraph=False
+Measurements (silent failures):
+  compare      every call of a compiled function or module is shadowed by an eager call on deep
+               copies of its inputs (and of the module), with the RNG state of the compiled call;
+               outputs are compared the way torch's accuracy minifier does (torch._dynamo.utils.same,
+               tolerance 1e-3, against an fp64 reference where the call is small), and the largest
+               absolute and relative differences are kept
+  time         the same shadow calls are timed, and a call made only once is repeated on copies,
+               so compiled and eager per-call medians and the first call (compile) time are known
+  counters     at exit: Dynamo's frame, graph and graph-break counters and its recorded guard
+               failures (recompiles) per function, with the recompile limit in force
+A hostile script can tamper with all of this (it runs in the same process); the trusted side
+treats the probe's numbers as evidence of a silent failure, never as proof of a crash.
+"""
+import copy
+import functools
+import json
+import os
+import statistics
+import sys
+import time
+
+ENV = "PT2_TRIAGE_PROBE"
+TOLERANCE = 1e-3  # torch._dynamo.config.repro_tolerance, what the accuracy minifier compares at
+FP64_MAX_ELEMENTS = 4_000_000  # an fp64 reference only for calls this small (inputs plus parameters)
+MAX_RECORDED_CALLS = 50
+TIMING_REPEATS = 5
+
+_report = {"calls": [], "errors": []}
+_config = {}
+
+
+def config_from_env():
+    try:
+        return json.loads(os.environ.get(ENV, "") or "{}")
+    except ValueError:
+        return {}
+
+
+def install(config):
+    """Apply the switches and wrap torch.compile; returns the dict the report is written from."""
+    global _config
+    _config = dict(config)
+    _report["config"] = _config
+    if not _config:
+        return _report
+    import torch
+
+    if _config.get("compiler") == "off":
+        torch.compiler.set_stance("force_eager")
+    original = torch.compile
+    if getattr(original, "_pt2_triage_probe", False):
+        return _report
+
+    @functools.wraps(original)
+    def compile_hook(model=None, **kwargs):
+        kwargs = _overridden(kwargs)
+        if model is None:
+            decorate = original(**kwargs)
+            return lambda fn: _shadowed(fn, decorate(fn))
+        return _shadowed(model, original(model, **kwargs))
+
+    compile_hook._pt2_triage_probe = True
+    torch.compile = compile_hook
+    return _report
+
+
+def _overridden(kwargs):
+    kwargs = dict(kwargs)
+    if _config.get("backend"):
+        kwargs["backend"] = _config["backend"]
+        if _config["backend"] != "inductor":
+            kwargs.pop("mode", None)  # modes and options are Inductor's; other backends refuse them
+            kwargs.pop("options", None)
+    if _config.get("dynamic") is False:
+        kwargs["dynamic"] = False
+    if _config.get("fullgraph") is False:
+        kwargs["fullgraph"] = False
+    return kwargs
+
+
+def _shadowed(eager, compiled):
+    """`compiled`, made to also run `eager` on copies when comparing or timing."""
+    if not (_config.get("compare") or _config.get("time")):
+        return compiled
+    import torch
+
+    if isinstance(compiled, torch.nn.Module):
+        base = type(compiled)
+        compiled.__class__ = type(base.__name__, (base,), {"__call__": lambda self, *a, **k: _call(self, eager, base, a, k)})
+        return compiled
+
+    @functools.wraps(eager)
+    def call(*args, **kwargs):
+        return _call(compiled, eager, None, args, kwargs)
+
+    return call
+
+
+def _call(compiled, eager, module_base, args, kwargs):
+    """One call of a compiled callable, shadowed by the eager one on copies of everything it touches."""
+    import torch
+
+    index = len(_report["calls"])
+    if module_base is not None:
+        def run_compiled(a, k):
+            return module_base.__call__(compiled, *a, **k)
+    else:
+        def run_compiled(a, k):
+            return compiled(*a, **k)
+    if index >= MAX_RECORDED_CALLS:
+        return run_compiled(args, kwargs)
+    try:
+        snapshot = (copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, copy.deepcopy((args, kwargs)))
+    except Exception as exc:  # noqa: BLE001 - an input that cannot be copied: no shadow for this call
+        _report["errors"].append(f"call {index}: inputs not copyable ({type(exc).__name__})")
+        return run_compiled(args, kwargs)
+    rng = _rng_state()
+    started = _now()
+    result = run_compiled(args, kwargs)
+    compiled_s = _now() - started
+    record = {"call": index, "compiled_s": round(compiled_s, 6)}
+    try:
+        _set_rng_state(rng)
+        shadow, (shadow_args, shadow_kwargs) = snapshot
+        started = _now()
+        reference = shadow(*shadow_args, **shadow_kwargs)
+        record["eager_s"] = round(_now() - started, 6)
+        if _config.get("compare"):
+            record.update(_compare(reference, result, shadow, shadow_args, shadow_kwargs, rng))
+        if _config.get("time") and index == 0:
+            record.update(_repeat_timings(run_compiled, shadow, args, kwargs))
+    except Exception as exc:  # noqa: BLE001 - the shadow failing is a finding, not our crash
+        record["shadow_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    _report["calls"].append(record)
+    return result
+
+
+def _compare(reference, result, shadow, args, kwargs, rng):
+    import torch
+    from torch._dynamo.utils import same
+
+    fp64 = None
+    if _elements((args, kwargs)) + _elements(list(shadow.parameters()) if isinstance(shadow, torch.nn.Module) else []) <= FP64_MAX_ELEMENTS:
+        try:
+            _set_rng_state(rng)
+            fp64_args, fp64_kwargs = _to_fp64((args, kwargs))
+            fp64 = _to_fp64(shadow)(*fp64_args, **fp64_kwargs)
+        except Exception:  # noqa: BLE001 - ops without a float64 kernel: compare without the reference
+            fp64 = None
+    ok = bool(same(reference, result, fp64_ref=fp64, tol=TOLERANCE, equal_nan=True, log_error=lambda *a, **k: None))
+    max_abs, max_rel = _differences(reference, result)
+    return {"same": ok, "max_abs": max_abs, "max_rel": max_rel, "fp64_reference": fp64 is not None}
+
+
+def _repeat_timings(run_compiled, eager, args, kwargs):
+    """Warm per-call times: the compiled and the eager callable each run again on copies."""
+    compiled_times, eager_times = [], []
+    for _ in range(TIMING_REPEATS):
+        a, k = copy.deepcopy((args, kwargs))
+        started = _now()
+        run_compiled(a, k)
+        compiled_times.append(_now() - started)
+        a, k = copy.deepcopy((args, kwargs))
+        started = _now()
+        eager(*a, **k)
+        eager_times.append(_now() - started)
+    return {"compiled_median_s": round(statistics.median(compiled_times), 6),
+            "eager_median_s": round(statistics.median(eager_times), 6)}
+
+
+def _tensors(value):
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+
+
+def _elements(value):
+    return sum(t.numel() for t in _tensors(value))
+
+
+def _to_fp64(value):
+    import torch
+
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value).double()
+    if isinstance(value, torch.Tensor):
+        return value.double() if value.is_floating_point() else value
+    if isinstance(value, dict):
+        return {k: _to_fp64(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_fp64(v) for v in value)
+    return value
+
+
+def _differences(reference, result):
+    """The largest absolute and relative differences over the floating-point tensors of two outputs."""
+    import torch
+
+    max_abs = max_rel = 0.0
+    for ref, res in zip(_tensors(reference), _tensors(result)):
+        if not (ref.is_floating_point() and res.is_floating_point()) or ref.shape != res.shape:
+            continue
+        diff = (ref.detach().double() - res.detach().double()).abs()
+        diff = torch.nan_to_num(diff, nan=float("inf"))
+        if diff.numel():
+            max_abs = max(max_abs, float(diff.max()))
+            scale = ref.detach().double().abs().clamp_min(1e-12)
+            max_rel = max(max_rel, float((diff / scale).max()))
+    return max_abs, max_rel
+
+
+def _rng_state():
+    import torch
+
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def _set_rng_state(state):
+    import torch
+
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
+def _now():
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def counters():
+    """Dynamo's counters and recompiles, read at the end of the run."""
+    torch = sys.modules.get("torch")
+    if torch is None or "torch._dynamo" not in sys.modules:
+        return {}
+    from torch._dynamo import utils
+
+    failures = {getattr(code, "co_name", str(code)): [str(r)[:300] for r in reasons][:20]
+                for code, reasons in list(utils.guard_failures.items())[:50]}
+    config = torch._dynamo.config
+    return {
+        "frames": dict(utils.counters.get("frames", {})),
+        "stats": dict(utils.counters.get("stats", {})),
+        "graph_breaks": sum(utils.counters.get("graph_break", {}).values()),
+        "recompiles": {name: len(reasons) for name, reasons in failures.items()},
+        "guard_failures": failures,
+        "recompile_limit": getattr(config, "recompile_limit", getattr(config, "cache_size_limit", None)),
+    }
+
+
+def finish():
+    """The probe's report, for the bootstrap to send (counters only when asked)."""
+    if _config.get("counters"):
+        try:
+            _report["counters"] = counters()
+        except Exception as exc:  # noqa: BLE001
+            _report["errors"].append(f"counters: {type(exc).__name__}")
+    return _report
