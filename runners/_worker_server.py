@@ -85,7 +85,14 @@ def preload(modules):
     makes torch answer through NVML instead, with the same answer; it is set only while importing
     (runs get their own environment)."""
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    hidden = None
     try:
+        if "torch" in modules and not os.path.exists("/dev/nvidiactl"):
+            # No GPU is shown to this sandbox (warm runs are CPU runs): NVML cannot answer, and torch's
+            # fallback, cudaGetDeviceCount, would poison every fork. A run here gets False anyway.
+            import torch
+            hidden = torch.cuda.is_available
+            torch.cuda.is_available = lambda: False
         for name in modules:
             __import__(name)
         if "torch" in modules:
@@ -95,6 +102,8 @@ def preload(modules):
             import torch._inductor.config  # noqa: F401
     finally:
         del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+        if hidden is not None:
+            sys.modules["torch"].cuda.is_available = hidden
 
 
 def fork_hazards():

@@ -4,9 +4,9 @@ rlimits are per process: RLIMIT_AS caps each process's address space, so 500 pro
 each are within it. A cgroup caps their sum. We use one only when a delegated cgroup v2 is there
 for us, never by reconfiguring the host:
 - the cgroup named by the PT2_SANDBOX_CGROUP environment variable (a path under the cgroup2 mount,
-  e.g. /sys/fs/cgroup/pt2-runs, made by the machine's owner with `memory` and `pids` in its
-  cgroup.subtree_control and writable by us), or
-- our own cgroup, when its cgroup.subtree_control already enables `memory` and `pids` (systemd's
+  e.g. /sys/fs/cgroup/pt2-runs, made by the machine's owner with `memory` (and `pids`, if it is
+  to cap tasks too) in its cgroup.subtree_control and writable by us), or
+- our own cgroup, when its cgroup.subtree_control already enables `memory` (systemd's
   Delegate=yes on a unit whose processes live in a leaf below it).
 Each run then gets a child cgroup with memory.max, memory.swap.max=0 and pids.max; the sandbox
 starts inside it (`_stage.py` moves itself there before exec'ing bubblewrap) and the cgroup is
@@ -25,7 +25,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 ENV_PARENT = "PT2_SANDBOX_CGROUP"
-NEEDED = ("memory", "pids")
+NEEDED = ("memory",)  # pids.max is used where the pids controller is enabled too (RLIMIT_NPROC applies anyway)
 
 
 def cgroup2_mount() -> str | None:
@@ -67,7 +67,7 @@ def _usable(parent: Path) -> str:
     except OSError as exc:
         return f"{parent}: cannot create a child cgroup ({exc.strerror})"
     try:
-        for name in ("memory.max", "pids.max", "cgroup.procs"):
+        for name in ("memory.max", "cgroup.procs"):
             if not os.access(probe / name, os.W_OK):
                 return f"{probe / name} is not writable"
         return ""
@@ -112,7 +112,7 @@ class RunCgroup:
             cgroup = cls(path)
             cgroup._write("memory.max", str(spec.memory_bytes) if spec.memory_bytes else "max")
             cgroup._write("memory.swap.max", "0", optional=True)
-            cgroup._write("pids.max", str(spec.max_processes) if spec.max_processes else "max")
+            cgroup._write("pids.max", str(spec.max_processes) if spec.max_processes else "max", optional=True)
             return cgroup
         except OSError as exc:
             log.warning("cgroup %s: %s; this run relies on rlimits", path, exc)
@@ -122,6 +122,13 @@ class RunCgroup:
                 pass
             return None
 
+    def controls(self) -> str:
+        try:
+            pids = "pids" in (self.path.parent / "cgroup.subtree_control").read_text().split()
+        except OSError:
+            pids = False
+        return "memory.max, pids.max" if pids else "memory.max"
+
     @property
     def procs_file(self) -> str:
         return str(self.path / "cgroup.procs")
@@ -129,7 +136,7 @@ class RunCgroup:
     def _write(self, name: str, value: str, optional: bool = False) -> None:
         try:
             (self.path / name).write_text(value)
-        except FileNotFoundError:
+        except OSError:  # an optional control whose controller is not enabled here: absent or not writable
             if not optional:
                 raise
 

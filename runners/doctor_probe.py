@@ -39,7 +39,7 @@ def sandbox_facts(python: str = sys.executable) -> dict:
     facts = {"bubblewrap": found.path, "bubblewrap_version": found.version, "sandbox_ok": False,
              "sandbox_note": found.note}
     parent, note = cgroups.available()
-    facts["limits_mechanism"] = "cgroup v2 (memory.max, pids.max) + rlimit" if parent else "rlimit"
+    facts["limits_mechanism"] = "cgroup v2 + rlimit" if parent else "rlimit"
     facts["limits_note"] = note
     if not found.ok:
         return facts

@@ -6,7 +6,8 @@ Every run (bubblewrap, `bwrap`, is required; see "Without bubblewrap" below) get
   not even loopback; no view of the host's processes or their /proc/PID/environ; no unix socket of
   the host (no host /tmp, /run or /var is shown); and a fresh /proc, /dev and a size-capped /tmp,
 - a filesystem that is an allowlist of read-only binds: /usr (with /bin, /sbin, /lib* as on the
-  host), /etc, /sys, and the interpreter's prefixes and site-packages; the run's workdir is the one
+  host), /etc, /sys, the interpreter's prefixes and site-packages, and the toolchain the machine
+  names in CC, CXX, CUDA_HOME and LD_LIBRARY_PATH when it lies elsewhere; the run's workdir is the one
   writable host directory, at /sandbox, plus the job's compile cache at /cache when the caller gives
   one; our launcher and bootstrap are single read-only files under /.pt2. Not shown: /root, /home, the
   host's /tmp, /run and /var, this checkout, the caller's output directory, other runs' workdirs,
@@ -345,6 +346,38 @@ def interpreter_dirs(python: str) -> tuple[str, ...]:
                                      "binding it would show it to the script: use a virtualenv in a directory of its own")
     outermost = [d for d in dirs if not any(d != other and _under_any(d, (other,)) for other in dirs)]
     return tuple(sorted(set(outermost)))
+
+
+TOOLCHAIN_VARIABLES = ("CC", "CXX")  # compilers Inductor and Triton call, as this machine configures them
+TOOLCHAIN_DIR_VARIABLES = ("CUDA_HOME",)
+
+
+def toolchain_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Directories outside the system ones that the machine's toolchain variables point to (a
+    compiler named by CC in /opt/gcc/bin: its whole /opt/gcc; CUDA_HOME; LD_LIBRARY_PATH entries), to
+    show read-only. Their values come from the runner's own environment or the caller's spec, never
+    from the script. Raises SandboxUnavailable for one that would show a home or the host's /tmp."""
+    found: list[str] = []
+    for name in TOOLCHAIN_VARIABLES:
+        program = env.get(name, "").split()[0] if env.get(name, "").strip() else ""
+        resolved = shutil.which(program, path=env.get("PATH", SAFE_PATH)) if program else None
+        if resolved:
+            parent = os.path.dirname(os.path.realpath(resolved))
+            found.append(os.path.dirname(parent) if os.path.basename(parent) == "bin" else parent)
+    for name in TOOLCHAIN_DIR_VARIABLES:
+        if env.get(name):
+            found.append(os.path.realpath(env[name]))
+    found += [os.path.realpath(p) for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
+    dirs = []
+    for path in found:
+        if not os.path.isdir(path) or _under_any(path, SYSTEM_RO) or path in dirs:
+            continue
+        exposed = [p for p in NEVER_BIND + (os.path.expanduser("~"),) if _under_any(p, (path,))]
+        if exposed:
+            raise SandboxUnavailable(f"the toolchain directory {path} (from CC, CXX, CUDA_HOME or LD_LIBRARY_PATH) "
+                                     f"holds {exposed[0]}; binding it would show it to the script")
+        dirs.append(path)
+    return tuple(dirs)
 
 
 def _under_any(path: str, roots) -> bool:
@@ -790,7 +823,7 @@ def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, st
                   tmp_bytes: int, strict: bool = True, gpu: bool = False, share_net: bool = False,
                   runner_files: tuple[str, ...] = ("_launcher.py", "_bootstrap.py"), scratch: tuple[str, ...] = (),
                   cgroup_procs: str | None = None, read_only: tuple[str, ...] = (),
-                  die_with_parent: bool = True) -> tuple[list[str], dict]:
+                  die_with_parent: bool = True, env: Mapping[str, str] | None = None) -> tuple[list[str], dict]:
     """bwrap argv (and Popen kwargs) running `inner` in a sandbox: the system read-only, the
     interpreter's directories read-only, our `runner_files` under /.pt2, `writable` (host path,
     inside path) read-write, / and /dev read-only, `scratch` small private tmpfs (the warm server's:
@@ -807,6 +840,8 @@ def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, st
         head.append("--share-net")
     binds = Binds()
     for path in interpreter_dirs(python):  # the launcher runs on it even when argv is another program
+        binds.add("--ro-bind", path, path)
+    for path in toolchain_dirs(env or {}):
         binds.add("--ro-bind", path, path)
     for name in runner_files:
         binds.add("--ro-bind", str(RUNNERS / name), f"{INSIDE_RUNNER}/{name}")
@@ -834,7 +869,7 @@ def sandbox_command(spec: RunSpec, prepared: Prepared, inner: list[str], seccomp
     return bwrap_command(inner, python=spec.python, writable=writable, chdir=prepared.inside_cwd,
                          seccomp_fd=seccomp_fd, tmp_bytes=spec.tmp_bytes, gpu=spec.gpu,
                          share_net=not spec.isolate_network, cgroup_procs=cgroup_procs,
-                         read_only=spec.extra_ro_paths)
+                         read_only=spec.extra_ro_paths, env=prepared.env)
 
 
 def sandbox_description(sandboxed: bool) -> str:
@@ -909,7 +944,7 @@ def _execute(spec: RunSpec, prepared: Prepared) -> RunResult:
         limits += cgroup.limits_fired()
         peak_rss = cgroup.peak_memory() or peak_rss
         cgroup.remove()
-        mechanism = "cgroup v2 (memory.max, pids.max) + rlimit"
+        mechanism = f"cgroup v2 ({cgroup.controls()}) + rlimit"
     result = build_result(spec, prepared, status, peak_rss, readers, limits, time.monotonic() - started,
                           network, warm=False, evidence=evidence, sandbox=sandbox_description(sandboxed),
                           limits_mechanism=mechanism)

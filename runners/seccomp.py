@@ -7,6 +7,8 @@ What it refuses (with EPERM, so a well-behaved program sees an ordinary error):
 - everything that reaches into another process or the kernel: ptrace, process_vm_readv/writev,
   pidfd_getfd, bpf, perf_event_open, userfaultfd, the keyring (keyctl, add_key, request_key),
   module loading and kexec, and io_uring (whose operations would bypass this filter).
+- sockets of the one address family network namespaces do not separate, AF_VSOCK (a VM's channel
+  to its host: on a runner that is a VM, the host's services).
 clone3 answers ENOSYS: its flags live in memory a filter cannot read, and glibc then falls back
 to clone, whose flags it can. A syscall from another ABI (i386 via int 0x80, or anything but the
 one the filter was built for) kills the process; x86-64's x32 numbers are refused.
@@ -41,6 +43,7 @@ OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0_LOW = 0, 4, 16  # args[0]'s low word (both A
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 X32_SYSCALL_BIT = 0x40000000
 
+AF_VSOCK = 40
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
 CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x10000000, 0x20000000, 0x40000000
 # CLONE_NEWTIME (0x80) is not here: in clone()'s first argument that bit is part of the exit signal
@@ -57,7 +60,7 @@ SYSCALLS = {
         "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
         "mount_setattr": 442, "open_tree_attr": 467,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "socket": 41,
     },
     "aarch64": {
         "mount": 40, "umount2": 39, "pivot_root": 41, "setns": 268, "unshare": 97, "clone": 220, "clone3": 435,
@@ -66,7 +69,7 @@ SYSCALLS = {
         "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
         "mount_setattr": 442, "open_tree_attr": 467,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "socket": 198,
     },
 }
 DENIED = ("pivot_root", "setns", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
@@ -113,20 +116,34 @@ def build_filter(profile: str = "strict", arch: str | None = None) -> bytes:
     for name in denied:
         body.append(("jump", BPF_JEQ_K, table[name], "eperm", "next"))
     body.append(("jump", BPF_JEQ_K, table["clone3"], "enosys", "next"))
+    body += [("jump", BPF_JEQ_K, table["socket"], "next", "skip_socket"),
+             ("insn", _insn(BPF_LD_W_ABS, OFFSET_ARG0_LOW)),
+             ("jump", BPF_JEQ_K, AF_VSOCK, "eperm", "allow"),
+             ("label", "skip_socket")]
     if profile == "strict":
         body += [("jump", BPF_JEQ_K, table["clone"], "next", "allow"),
                  ("insn", _insn(BPF_LD_W_ABS, OFFSET_ARG0_LOW)),
                  ("jump", BPF_JSET_K, CLONE_NAMESPACES, "eperm", "allow")]
     endings = {"allow": SECCOMP_RET_ALLOW, "eperm": SECCOMP_RET_ERRNO | errno.EPERM,
                "enosys": SECCOMP_RET_ERRNO | errno.ENOSYS, "kill": SECCOMP_RET_KILL_PROCESS}
-    where = {label: len(body) + i for i, label in enumerate(endings)}
+    # labels mark the next instruction; they take no room
+    positions, index = {}, 0
+    for item in body:
+        if item[0] == "label":
+            positions[item[1]] = index
+        else:
+            index += 1
+    where = {label: index + i for i, label in enumerate(endings)} | positions
     program = []
-    for index, item in enumerate(body):
+    for item in body:
+        if item[0] == "label":
+            continue
         if item[0] == "insn":
             program.append(item[1])
             continue
         _, code, k, when_true, when_false = item
-        offsets = [0 if label == "next" else where[label] - index - 1 for label in (when_true, when_false)]
+        here = len(program)
+        offsets = [0 if label == "next" else where[label] - here - 1 for label in (when_true, when_false)]
         if max(offsets) > 255:
             raise AssertionError("seccomp program too long for classic BPF jumps")
         program.append(_insn(code, k, *offsets))

@@ -197,15 +197,15 @@ class WarmWorker:
                   "home": sandbox.INSIDE_HOME, "inductor_tmp": sandbox.inside_inductor_tmp()}
         seccomp_fd = sandbox._pipe_with(seccomp.build_filter("server"))
         inner = [self.python, f"{sandbox.INSIDE_RUNNER}/_worker_server.py", str(ctrl_fd), json.dumps(config), *self.preload]
+        env = sandbox.build_env({}, sandbox.INSIDE_WORKDIR, home=sandbox.INSIDE_HOME, tmpdir="/tmp")
         argv, kwargs = sandbox.bwrap_command(
             inner, python=self.python, writable=[(str(runs), INSIDE_RUNS), (str(self.caches_dir), INSIDE_CACHES)],
             chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
             share_net=not self.isolate_network, runner_files=("_worker_server.py", "_bootstrap.py"),
-            scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False)
+            scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env)
         self.network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
             if self.isolate_network else (False, "the host's network (isolate_network=False)")
         self.sandbox = sandbox.sandbox_description(True) + ", namespaces of its own per run"
-        env = sandbox.build_env({}, sandbox.INSIDE_WORKDIR, home=sandbox.INSIDE_HOME, tmpdir="/tmp")
         return argv, kwargs, env, [ctrl_fd, seccomp_fd], "/"
 
     def close(self) -> None:
