@@ -29,7 +29,7 @@ from .records import Classification, Evidence, ExceptionChain, RaisedException
 from .ruleset import Pattern, Ruleset
 from .scan import ScanResult, Scanner, count_newlines
 from .signature import make_signature
-from .textmodel import LearnedParts, ModelInput, load_learned, tokens
+from .textmodel import MAX_BODY_CHARS_FOR_NGRAMS, LearnedParts, ModelInput, char_ngrams, load_learned, tokens
 from .tracebacks import (CUT_OFF_TYPE, NumberedLine, parse_bare_exception, parse_loose_frames, parse_pytest_failure,
                          parse_python_chain, parse_title_exception)
 
@@ -173,7 +173,9 @@ class Classifier:
         text = decode(buf[:MAX_REPORT_BYTES])
         features = extract_features(text)
         signals = model_signals(found.matches, features, found.chain, found.facts) + self._anywhere(text)
-        given = ModelInput(tuple(tokens(text)), tuple(tokens(report_title(text))), tuple(signals))
+        title = report_title(text)
+        given = ModelInput(tuple(tokens(text)), tuple(tokens(title)), tuple(signals), tuple(char_ngrams(title)),
+                           tuple(char_ngrams(text[:MAX_BODY_CHARS_FOR_NGRAMS])))
         model = self.learned.model if with_model and self.learned is not None else None
         return combine.Evidence(found.by_rules, found.winner, features,
                                 found.facts.pt2_frames or found.facts.pt2_types,

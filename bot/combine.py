@@ -2,15 +2,19 @@
 
 The order of trust, each step measured on held-out real reports (scripts/train_text_model.py):
 1. A decisive rule on the final error wins (an `Unsupported` raised by Dynamo is a graph break
-   whatever the title says; a KeyboardInterrupt inside the compiler is an `unknown` hang). Its
-   confidence is that rule's precision on held-out reports. The catch-all `not_pt2` rules (an
-   error whose traceback never enters the compiler) are evidence only: pasted tracebacks are
-   often cut before the compiler's frames.
+   whatever the title says; a missing C++ compiler is an install problem), if it was right on at
+   least `DECISIVE_MIN_PRECISION` of the held-out reports it fired on: a wrapper such as
+   `BackendCompilerFailed` fires on failures of every stage, so it is evidence, not a verdict. Its
+   confidence is that precision. The catch-all `not_pt2` rules (an error whose traceback never
+   enters the compiler) are evidence only: pasted tracebacks are often cut before the compiler's
+   frames.
 2. Otherwise the text model's distribution decides; it has read the title, the body, the code
    features and which weak rules fired.
 3. `not_pt2` needs positive evidence. A report whose code calls the compiler, or whose error runs
-   through it, is never `not_pt2` unless the reporter says eager fails too. One that only names
-   the compiler in its prose can be `not_pt2`, but never with more than `MENTIONED_NOT_PT2_CAP`.
+   through it, is never `not_pt2` unless the reporter says eager fails too. Any other report can be
+   `not_pt2`, but with more than `MENTIONED_NOT_PT2_CAP` only when something says so positively:
+   the reporter did not use the compiler or says eager fails too, the code uses TorchScript, FX
+   tracing or the legacy ONNX exporter, or the text never speaks of compiling at all.
 4. Context rules (patterns.yaml) re-file the verdict by the entry point the code calls: a
    data-dependent guard inside torch.export is an export failure.
 Confidence is calibrated so that it means the probability of being right; below the threshold
@@ -29,7 +33,10 @@ from .textmodel import LearnedParts, ModelInput
 NOT_PT2 = "not_pt2"
 UNKNOWN = "unknown"
 MAX_ALTERNATIVES = 3
-MENTIONED_NOT_PT2_CAP = 0.75  # "not a compiler bug" for a report that talks about the compiler stays a doubt
+DECISIVE_MIN_PRECISION = 0.75  # a decisive rule decides alone only if it was this often right on held-out reports
+MENTIONED_NOT_PT2_CAP = 0.75  # "not a compiler bug" without positive evidence stays a doubt
+NOT_PT2_EVIDENCE = ("prose:compiler_not_used", "prose:eager_fails_too", "mention:not_pt2_tooling", "entry:jit",
+                    "entry:fx_symbolic_trace", "entry:onnx_legacy")
 
 
 @dataclass(frozen=True)
@@ -52,14 +59,21 @@ class Evidence:
     def mentions_pt2(self) -> bool:
         return self.calls_pt2 or self.features.has("mention:pt2")
 
+    @property
+    def positively_not_pt2(self) -> bool:
+        """Something in the report says the compiler is not the cause (see the module docstring)."""
+        if any(self.features.has(name) for name in NOT_PT2_EVIDENCE):
+            return True
+        return not self.mentions_pt2 and not self.features.has("mention:compiling")
+
 
 def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[ContextRule, ...] = ()) -> Classification:
     """The verdict (pure). Without a trained model the rules alone decide, as before."""
     if learned is None or evidence.probabilities is None:
         return evidence.by_rules
     winner = evidence.winner
-    if winner is not None and winner.decisive and winner.category != NOT_PT2:
-        raw = learned.rule_precision.get(winner.name, winner.confidence)
+    raw = learned.rule_precision.get(winner.name, winner.confidence) if winner is not None else 0.0
+    if winner is not None and winner.decisive and raw >= DECISIVE_MIN_PRECISION:
         category, how = winner.category, "rule"
         probabilities = dict(evidence.probabilities)
     else:
@@ -69,7 +83,7 @@ def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[Cont
         category = max(probabilities, key=probabilities.get)
         raw, how = probabilities[category], calibration_curve(evidence, category)
     confidence = learned.calibration(how, raw)
-    if category == NOT_PT2 and evidence.mentions_pt2:
+    if category == NOT_PT2 and not evidence.positively_not_pt2:
         confidence = min(confidence, MENTIONED_NOT_PT2_CAP)
     category = refiled(category, evidence.features, context)
     return _verdict(evidence, category, confidence, "rule" if how == "rule" else "model", probabilities, learned)

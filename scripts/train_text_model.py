@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import sys
+import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -43,18 +45,23 @@ from bot.textmodel import ModelInput, parse_learned  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "real"
 OUT = ROOT / "bot" / "rules" / "text_model.json"
-C_GRID = (10.0, 30.0, 100.0)
+OUT_ARRAYS = ROOT / "bot" / "rules" / "text_model.npz"
+C_GRID = (100.0,)  # 30-300 were within 0.5% of each other in cross-validation
 TITLE_SCALES = (1.0, 1.5)
-SIGNAL_SCALES = (0.3, 0.5)
+SIGNAL_SCALES = (0.3,)
 # (block, kind, scale): the body's words, the title's words, the rule hits and features
-BLOCKS = (("text", "tfidf", 1.0), ("title", "tfidf", 1.0), ("signals", "binary", 0.5))
+BLOCKS = ()  # set by main() from the grid
 
 
 def blocks(title_scale: float, signal_scale: float) -> tuple:
-    return (("text", "tfidf", 1.0), ("title", "tfidf", title_scale), ("signals", "binary", signal_scale))
+    return (("text", "tfidf", 1.0), ("title", "tfidf", title_scale), ("signals", "binary", signal_scale),
+            ("title_chars", "tfidf", 1.0), ("body_chars", "tfidf", 1.0))
+
+
+MIN_DF = {"text": 2, "title": 1, "title_chars": 2, "body_chars": 3}
 FOLDS = 5
 SEED = 0
-MIN_WEIGHT = 0.02  # terms whose weights are all smaller than this are dropped from the JSON (no measurable effect)
+MIN_WEIGHT = 0.02  # terms whose weights are all smaller than this are dropped (no measurable effect)
 UNSURE_BELOW = 0.5
 
 
@@ -74,7 +81,7 @@ class BlockModel:
         matrices = []
         for name, kind, scale in BLOCKS:
             if kind == "tfidf":
-                vectorizer = TfidfVectorizer(analyzer=identity, sublinear_tf=True, min_df=2 if name == "text" else 1,
+                vectorizer = TfidfVectorizer(analyzer=identity, sublinear_tf=True, min_df=MIN_DF[name],
                                              norm="l2", smooth_idf=True)
             else:
                 vectorizer = CountVectorizer(analyzer=identity, binary=True)
@@ -89,21 +96,32 @@ class BlockModel:
         rows = self.model.predict_proba(sparse.hstack(matrices).tocsr())
         return [dict(zip(self.model.classes_, map(float, row))) for row in rows]
 
-    def to_json(self) -> dict:
-        coef, offset, blocks = self.model.coef_, 0, []
+    def export(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(the JSON part: classes, blocks, terms; the arrays: idf, weights per block, intercept)."""
+        coef, offset, blocks, arrays = self.model.coef_, 0, [], {}
         for vectorizer, (name, kind, scale) in zip(self.vectorizers, BLOCKS):
-            terms, idfs, weights = [], [], []
-            for term, index in sorted(vectorizer.vocabulary_.items()):
-                column = coef[:, offset + index]
-                if np.abs(column).max() < MIN_WEIGHT:
-                    continue
-                terms.append(term)
-                idfs.append(round(float(vectorizer.idf_[index]), 4) if kind == "tfidf" else 1.0)
-                weights.extend(round(float(w), 4) for w in column)
+            kept = [(term, index) for term, index in sorted(vectorizer.vocabulary_.items())
+                    if np.abs(coef[:, offset + index]).max() >= MIN_WEIGHT]
+            columns = [offset + index for _, index in kept]
+            arrays[f"{name}.idf"] = np.array([vectorizer.idf_[i] if kind == "tfidf" else 1.0 for _, i in kept], dtype="<f4")
+            arrays[f"{name}.weights"] = np.ascontiguousarray(coef[:, columns].T, dtype="<f4").reshape(-1)
             offset += len(vectorizer.vocabulary_)
-            blocks.append({"name": name, "kind": kind, "scale": scale, "terms": terms, "idf": idfs, "weights": weights})
-        return {"classes": list(self.model.classes_), "blocks": blocks,
-                "intercept": [round(float(b), 5) for b in self.model.intercept_]}
+            blocks.append({"name": name, "kind": kind, "scale": scale, "terms": [term for term, _ in kept]})
+        arrays["intercept"] = np.array(self.model.intercept_, dtype="<f4")
+        return {"classes": list(self.model.classes_), "blocks": blocks}, arrays
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An .npz numpy.load reads, byte-identical for the same arrays (fixed member order and dates)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(arrays):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, arrays[name], allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, member.getvalue())
+    return out.getvalue()
 
 
 def rule_precision(cases: list[dict], evidences: list[combine.Evidence]) -> dict[str, float]:
@@ -113,7 +131,7 @@ def rule_precision(cases: list[dict], evidences: list[combine.Evidence]) -> dict
     prior = {}
     for case, evidence in zip(cases, evidences):
         winner = evidence.winner
-        if winner is not None and winner.decisive and winner.category != combine.NOT_PT2:
+        if winner is not None and winner.decisive:
             hits[winner.name][0] += winner.category == case["category"]
             hits[winner.name][1] += 1
             prior[winner.name] = winner.confidence
@@ -155,7 +173,7 @@ def combined_outcomes(cases, evidences, probabilities, learned_stub, context):
 
 def stub(model_json: dict, precisions: dict[str, float]):
     return parse_learned({"model": model_json, "calibration": {"curves": {}, "unsure_below": UNSURE_BELOW},
-                          "rule_precision": precisions})
+                          "rule_precision": precisions}, {"intercept": [0.0]})
 
 
 def cross_validated(cases, inputs, evidences, precisions, c, context) -> list[tuple]:
@@ -168,7 +186,7 @@ def cross_validated(cases, inputs, evidences, precisions, c, context) -> list[tu
         model = BlockModel([inputs[i] for i in train_index], [labels[i] for i in train_index], c)
         for index, probs in zip(held_index, model.predict([inputs[i] for i in held_index])):
             probabilities[index] = probs
-    learned = stub({"classes": ["x"], "blocks": [], "intercept": [0.0]}, precisions)  # decide() reads no weights
+    learned = stub({"classes": ["x"], "blocks": []}, precisions)  # decide() reads no weights
     return combined_outcomes(cases, evidences, probabilities, learned, context)
 
 
@@ -210,9 +228,10 @@ def main() -> None:
         picked = [(raw, right) for h, raw, right, _ in outcomes if h == how]
         curves[how] = smoothed_isotonic([p[0] for p in picked], [p[1] for p in picked])
     model = BlockModel(inputs, [case["category"] for case in cases], best_c)
+    model_json, arrays = model.export()
     digest = hashlib.sha256("".join(case["url"] + case["category"] for case in cases).encode()).hexdigest()[:16]
     result = {
-        "model": model.to_json(),
+        "model": model_json,
         "calibration": {"curves": curves, "unsure_below": UNSURE_BELOW},
         "rule_precision": precisions,
         "trained_on": {"splits": ["train", "dev"], "cases": len(cases), "corpus_sha256_16": digest, "C": best_c,
@@ -220,9 +239,12 @@ def main() -> None:
                        "cross_validated_accuracy": round(scores[best], 4), "folds": FOLDS},
     }
     text = json.dumps(result, sort_keys=True, separators=(",", ":")) + "\n"
+    packed = npz_bytes(arrays)
     if args.check:
-        sys.exit(0 if OUT.is_file() and OUT.read_text(encoding="utf-8") == text else 1)
+        same = OUT.is_file() and OUT.read_text(encoding="utf-8") == text and OUT_ARRAYS.read_bytes() == packed
+        sys.exit(0 if same else 1)
     OUT.write_text(text, encoding="utf-8")
+    OUT_ARRAYS.write_bytes(packed)
     by_how = Counter(o[0] for o in outcomes)
     terms = sum(len(block["terms"]) for block in result["model"]["blocks"])
     print(f"wrote {OUT.relative_to(ROOT)}: {terms} terms, C={best_c:g}, "

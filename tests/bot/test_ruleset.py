@@ -59,7 +59,15 @@ def test_categories_whose_text_does_not_prove_the_compiler_must_run_clean_withou
 def test_patterns_are_ranked_by_priority_then_file_order(ruleset):
     keys = [(-p.priority, p.order) for p in ruleset.patterns]
     assert keys == sorted(keys)
-    assert ruleset.patterns[0].name == "recompile_limit_hit"
+    assert [p.name for p in ruleset.patterns[:2]] == ["toolchain_missing", "recompile_limit_hit"]
+
+
+def test_catch_all_rules_are_evidence_and_context_rules_refile_by_entry_point(ruleset):
+    by_name = {p.name: p for p in ruleset.patterns}
+    assert not by_name["error_outside_compiler"].decisive  # a pasted traceback may be cut before the compiler
+    assert by_name["unsupported_exception"].decisive and not by_name["graph_break_log"].decisive
+    assert ("dynamic_shapes", "entry:export", "export_failure") in {
+        (w, r.feature, r.category) for r in ruleset.context for w in r.when}
 
 
 @pytest.mark.parametrize("mutate, message", [
