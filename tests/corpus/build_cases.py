@@ -1,9 +1,11 @@
 """Assemble tests/corpus/cases.jsonl from the recorded torch output and the issue texts.
 
-- recorded/<name>.log + <name>.meta.json: real torch 2.13 output (see record.py), labeled by the
-  repro's `# category:` header;
+- recorded/<name>.log + <name>.meta.json: real torch output, one plain run per script (see
+  record.py), labeled by the script's `# category:` header, with the rule expected to decide it
+  (`rule`, null when no rule does); `.diag` re-runs of older recordings are not cases;
 - issues/<name>.md: issue-style texts (first line `<!-- category: <id> -->`, stripped).
-One JSON object per line, sorted by id: {"id", "category", "source", "body"}.
+One JSON object per line, sorted by id: {"id", "category", "source", "body"} and, for a recorded
+case, "rule".
 
     python tests/corpus/build_cases.py [--check]
 """
@@ -22,9 +24,13 @@ HEADER_RE = re.compile(r"^<!-- category: (\w+) -->\n")
 def cases() -> list[dict]:
     found = []
     for log in sorted((CORPUS / "recorded").glob("*.log")):
+        if log.stem.endswith(".diag"):
+            continue  # a diagnostics re-run of the same script: the same failure again, never a case
         meta = json.loads(log.with_suffix(".meta.json").read_text())
+        if "rule" not in meta:
+            raise SystemExit(f"{log.with_suffix('.meta.json')}: no expected `rule` (python tests/corpus/record.py --rules-only)")
         found.append({"id": f"recorded/{log.stem}", "category": meta["category"], "source": "recorded",
-                      "body": log.read_text(encoding="utf-8")})
+                      "body": log.read_text(encoding="utf-8"), "rule": meta["rule"]})
     for issue in sorted((CORPUS / "issues").glob("*.md")):
         text = issue.read_text(encoding="utf-8")
         match = HEADER_RE.match(text)
