@@ -1,7 +1,6 @@
 # category: performance
-# about: first call of a compiled 48-block MLP takes tens of seconds vs milliseconds eager; no error
+# about: the first call of a compiled 48-block MLP spends tens of seconds compiling; torch's compile-time report (compile_times) shows it; no error
 import os
-import time
 
 os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
 
@@ -20,14 +19,6 @@ class Block(torch.nn.Module):
 
 
 model = torch.nn.Sequential(*[Block(32) for _ in range(48)])
-x = torch.randn(8, 32)
-t0 = time.perf_counter()
-model(x)
-eager_s = time.perf_counter() - t0
 compiled = torch.compile(model)
-t0 = time.perf_counter()
-compiled(x)
-compile_s = time.perf_counter() - t0
-print(f"eager first call: {eager_s * 1000:.1f} ms")
-print(f"compiled first call: {compile_s:.1f} s ({compile_s / eager_s:.0f}x)")
+compiled(torch.randn(8, 32))
 print(torch._dynamo.utils.compile_times())
