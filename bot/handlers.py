@@ -105,7 +105,8 @@ class Context:
 # ---------------------------------------------------------------- issues
 
 def issue_text(issue: dict) -> str:
-    return f"{issue.get('title') or ''}\n\n{issue.get('body') or ''}"
+    """Title and body as the classifier reads a report (and as the real-issue corpus stores one)."""
+    return f"# {issue.get('title') or ''}\n\n{issue.get('body') or ''}"
 
 
 def triage_request(issue: dict) -> TriageRequest:
@@ -179,7 +180,8 @@ def handle_issue_text(ctx: Context) -> None:
     if config.auto_suggest == "off" or config.label.lower() in labels:
         return
     classification = ctx.services.classifier.classify_text(issue_text(issue))
-    if classification.category in ("not_pt2", "unknown") or classification.confidence < SUGGEST_MIN_CONFIDENCE:
+    if (classification.category in ("not_pt2", "unknown") or classification.unsure
+            or classification.confidence < SUGGEST_MIN_CONFIDENCE):
         return
     if not ctx.store.claim_notice(ctx.repo, number, "suggestion"):
         return

@@ -58,8 +58,15 @@ def with_category_override(report: TriageReport, category: str | None) -> Triage
     return replace(report, classification=replace(report.classification, category=category, rule=HUMAN_OVERRIDE_RULE))
 
 
+NEEDS_TRIAGE = "needs triage"
+
+
 def labels_for(report: TriageReport, ruleset: Ruleset) -> tuple[str, ...]:
-    """The labels a PyTorch maintainer would apply for the category (from categories.yaml)."""
+    """The labels a PyTorch maintainer would apply for the category (from categories.yaml); none of
+    them, and `needs triage`, while the verdict is unsure and no run has settled it."""
+    reproduced = report.reproduction is not None and report.reproduction.reproduced
+    if report.classification.unsure and not reproduced:
+        return (NEEDS_TRIAGE,)
     return tuple(ruleset.categories[report.classification.category].labels)
 
 

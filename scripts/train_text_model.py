@@ -27,12 +27,6 @@ import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-import numpy as np
-import scipy.sparse as sparse
-from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
-from sklearn.isotonic import IsotonicRegression
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -65,6 +59,17 @@ MIN_WEIGHT = 0.02  # terms whose weights are all smaller than this are dropped (
 UNSURE_BELOW = 0.5
 
 
+def corpus_digest(cases: list[dict]) -> str:
+    """What the model was trained on: the cases' URLs and labels (tests check it is current)."""
+    return hashlib.sha256("".join(case["url"] + case["category"] for case in cases).encode()).hexdigest()[:16]
+
+
+def rules_digest() -> str:
+    """The rules and features the model's inputs come from (a change to them needs a retrain)."""
+    files = ("patterns.yaml", "features.yaml")
+    return hashlib.sha256(b"".join((ROOT / "bot" / "rules" / name).read_bytes() for name in files)).hexdigest()[:16]
+
+
 def load_cases(split: str) -> list[dict]:
     return [json.loads(line) for line in (CORPUS / f"{split}.jsonl").read_text(encoding="utf-8").splitlines() if line]
 
@@ -77,6 +82,9 @@ class BlockModel:
     """The vectorizers of the blocks and the logistic regression over their concatenation."""
 
     def __init__(self, inputs: list[ModelInput], labels: list[str], c: float):
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
         self.vectorizers = []
         matrices = []
         for name, kind, scale in BLOCKS:
@@ -87,17 +95,23 @@ class BlockModel:
                 vectorizer = CountVectorizer(analyzer=identity, binary=True)
             matrices.append(scale * vectorizer.fit_transform([list(i.block(name)) for i in inputs]))
             self.vectorizers.append(vectorizer)
+        import scipy.sparse as sparse
+
         self.model = LogisticRegression(C=c, max_iter=5000, class_weight="balanced")
         self.model.fit(sparse.hstack(matrices).tocsr(), labels)
 
     def predict(self, inputs: list[ModelInput]) -> list[dict[str, float]]:
+        import scipy.sparse as sparse
+
         matrices = [scale * v.transform([list(i.block(name)) for i in inputs])
                     for v, (name, _, scale) in zip(self.vectorizers, BLOCKS)]
         rows = self.model.predict_proba(sparse.hstack(matrices).tocsr())
         return [dict(zip(self.model.classes_, map(float, row))) for row in rows]
 
-    def export(self) -> tuple[dict, dict[str, np.ndarray]]:
+    def export(self) -> tuple[dict, dict]:
         """(the JSON part: classes, blocks, terms; the arrays: idf, weights per block, intercept)."""
+        import numpy as np
+
         coef, offset, blocks, arrays = self.model.coef_, 0, [], {}
         for vectorizer, (name, kind, scale) in zip(self.vectorizers, BLOCKS):
             kept = [(term, index) for term, index in sorted(vectorizer.vocabulary_.items())
@@ -111,8 +125,10 @@ class BlockModel:
         return {"classes": list(self.model.classes_), "blocks": blocks}, arrays
 
 
-def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+def npz_bytes(arrays: dict) -> bytes:
     """An .npz numpy.load reads, byte-identical for the same arrays (fixed member order and dates)."""
+    import numpy as np
+
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(arrays):
@@ -140,6 +156,9 @@ def rule_precision(cases: list[dict], evidences: list[combine.Evidence]) -> dict
 
 def smoothed_isotonic(raw: list[float], right: list[int]) -> list[list[float]]:
     """Isotonic fit of correctness on raw confidence, each block's rate Laplace-smoothed, as points."""
+    import numpy as np
+    from sklearn.isotonic import IsotonicRegression
+
     if len(raw) < 5:
         return []
     order = np.argsort(raw, kind="stable")
@@ -177,6 +196,8 @@ def stub(model_json: dict, precisions: dict[str, float]):
 
 
 def cross_validated(cases, inputs, evidences, precisions, c, context) -> list[tuple]:
+    from sklearn.model_selection import StratifiedKFold
+
     labels = [case["category"] for case in cases]
     folds = StratifiedKFold(n_splits=FOLDS, shuffle=True, random_state=SEED)
     counts = Counter(labels)
@@ -229,13 +250,13 @@ def main() -> None:
         curves[how] = smoothed_isotonic([p[0] for p in picked], [p[1] for p in picked])
     model = BlockModel(inputs, [case["category"] for case in cases], best_c)
     model_json, arrays = model.export()
-    digest = hashlib.sha256("".join(case["url"] + case["category"] for case in cases).encode()).hexdigest()[:16]
+    digest = corpus_digest(cases)
     result = {
         "model": model_json,
         "calibration": {"curves": curves, "unsure_below": UNSURE_BELOW},
         "rule_precision": precisions,
         "trained_on": {"splits": ["train", "dev"], "cases": len(cases), "corpus_sha256_16": digest, "C": best_c,
-                       "title_scale": best[1], "signal_scale": best[2],
+                       "title_scale": best[1], "signal_scale": best[2], "rules_sha256_16": rules_digest(),
                        "cross_validated_accuracy": round(scores[best], 4), "folds": FOLDS},
     }
     text = json.dumps(result, sort_keys=True, separators=(",", ":")) + "\n"
