@@ -1,0 +1,222 @@
+"""What a run showed, and why a repro that did not fail did not (pure: run values in, verdicts out).
+
+A failure is what the launcher saw: a non-zero exit, a signal, an uncaught exception reported by the
+bootstrap. Text a run printed (warnings, TORCH_LOGS lines, a traceback printed by a handled
+exception, or one the script forged) is evidence, never a reproduction. Silent failures are measured
+by the in-run probe (compiled against eager on the same inputs, timings, recompiles) and judged here
+against the thresholds of rules/reproduction.yaml.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping
+
+import yaml
+
+SILENT_KINDS = ("accuracy", "performance", "recompilation")
+MAX_RENDERED_FRAMES = 40
+
+
+def launcher_failed(result: Any) -> bool:
+    """The script's process exited non-zero or died of a signal (what the launcher saw)."""
+    return bool(result.signal) or (result.exit_code not in (0, None))
+
+
+def render_uncaught(exception: Mapping | None) -> str:
+    """The bootstrap's uncaught exception as a CPython traceback (root cause first), for the classifier."""
+    if not exception:
+        return ""
+    chain, seen, current = [], 0, exception
+    while current and seen < 8:
+        chain.append(current)
+        linked = current.get("cause") or (None if current.get("suppress_context") else current.get("context"))
+        current, seen = linked, seen + 1
+    blocks = []
+    for depth, item in enumerate(reversed(chain)):
+        if depth:
+            cause = item.get("cause") is not None  # how this one is linked to the one before it
+            blocks.append("The above exception was the direct cause of the following exception:\n" if cause
+                          else "During handling of the above exception, another exception occurred:\n")
+        lines = ["Traceback (most recent call last):"]
+        for path, line, function in list(item.get("frames") or [])[-MAX_RENDERED_FRAMES:]:
+            lines.append(f'  File "{path}", line {line}, in {function}')
+        message = str(item.get("message") or "")
+        kind = str(item.get("type") or "Exception").removeprefix("builtins.")
+        lines.append(f"{kind}: {message}" if message else kind)
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def evidence_text(result: Any) -> str:
+    """What the classifier reads of a run: its output, then how the launcher saw it end. The
+    bootstrap's exception comes last, so that the final error is the one that ended the process,
+    whatever the script printed before it."""
+    ending = f"\n[pt2-triage] process terminated by {result.signal}\n" if result.signal else ""
+    text = f"{result.stdout}\n{result.stderr}{ending}"
+    uncaught = getattr(result, "uncaught_exception", None)
+    if uncaught and launcher_failed(result):
+        text += "\n[pt2-triage] the launcher's record of the exception that ended the run:\n" + render_uncaught(uncaught)
+    return text
+
+
+# --- silent failures ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SilentFinding:
+    """One silent-failure measurement: what was measured and whether it is a reproduction."""
+
+    kind: str  # accuracy | performance | recompilation
+    reproduced: bool
+    summary: str
+    numbers: Mapping[str, float] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=1)
+def reproduction_rules() -> Mapping:
+    text = resources.files("bot.rules").joinpath("reproduction.yaml").read_text(encoding="utf-8")
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+
+
+def silent_findings(probe: Mapping | None, kinds: tuple[str, ...], rules: Mapping | None = None) -> tuple[SilentFinding, ...]:
+    """The probe's measurements judged for the silent kinds asked for."""
+    if not probe:
+        return ()
+    rules = (rules or reproduction_rules())["silent"]
+    judges = {"accuracy": _accuracy, "performance": _performance, "recompilation": _recompilation}
+    found = [judges[kind](probe, rules[kind]) for kind in kinds if kind in judges]
+    return tuple(f for f in found if f is not None)
+
+
+def _accuracy(probe: Mapping, rule: Mapping) -> SilentFinding | None:
+    compared = [c for c in probe.get("calls", ()) if "same" in c]
+    if not compared:
+        return None
+    differing = [c for c in compared if not c["same"]]
+    worst = max(compared, key=lambda c: c.get("max_abs", 0.0))
+    numbers = {"calls_compared": len(compared), "calls_differing": len(differing),
+               "max_abs": worst.get("max_abs", 0.0), "max_rel": worst.get("max_rel", 0.0)}
+    if differing:
+        worst = max(differing, key=lambda c: c.get("max_abs", 0.0))
+        numbers.update(max_abs=worst.get("max_abs", 0.0), max_rel=worst.get("max_rel", 0.0))
+        reference = " against an fp64 reference" if worst.get("fp64_reference") else ""
+        summary = (f"compiled and eager differ on {len(differing)} of {len(compared)} calls{reference}: "
+                   f"max abs error {numbers['max_abs']:.3g}, max rel error {numbers['max_rel']:.3g} "
+                   f"(tolerance {rule['tolerance']:g})")
+        return SilentFinding("accuracy", True, summary, numbers)
+    return SilentFinding("accuracy", False, f"compiled matches eager on all {len(compared)} calls "
+                         f"(max abs difference {numbers['max_abs']:.3g})", numbers)
+
+
+def _performance(probe: Mapping, rule: Mapping) -> SilentFinding | None:
+    timed = [c for c in probe.get("calls", ()) if "compiled_median_s" in c]
+    first = next(iter(probe.get("calls", ())), None)
+    if not timed or first is None:
+        return None
+    compiled, eager = timed[0]["compiled_median_s"], timed[0]["eager_median_s"]
+    compile_s = max(0.0, first.get("compiled_s", 0.0) - compiled)
+    numbers = {"compiled_median_s": compiled, "eager_median_s": eager, "first_call_s": first.get("compiled_s", 0.0),
+               "compile_s": round(compile_s, 3)}
+    slower = compiled > eager * rule["slowdown_ratio"] and compiled - eager > rule["min_difference_s"]
+    long_compile = compile_s > rule["compile_time_s"]
+    ratio = compiled / eager if eager else float("inf")
+    summary = (f"per call: compiled {compiled * 1e3:.3g} ms, eager {eager * 1e3:.3g} ms ({ratio:.2f}x); "
+               f"first call (compile) {numbers['first_call_s']:.1f} s")
+    return SilentFinding("performance", slower or long_compile, summary, numbers)
+
+
+def _recompilation(probe: Mapping, rule: Mapping) -> SilentFinding | None:
+    counters = probe.get("counters")
+    if not counters:
+        return None
+    recompiles = counters.get("recompiles") or {}
+    limit = counters.get("recompile_limit") or 8
+    calls = max(1, counters.get("stats", {}).get("calls_captured", 0) or len(probe.get("calls", ())))
+    worst_name, worst = max(recompiles.items(), key=lambda item: item[1], default=(None, 0))
+    numbers = {"recompiles": worst, "limit": limit, "frames": counters.get("frames", {}).get("total", 0),
+               "graph_breaks": counters.get("graph_breaks", 0)}
+    hit_limit = worst + 1 >= limit
+    every_call = worst >= rule["min_recompiles"] and worst >= rule["every_call_ratio"] * (calls - 1)
+    if worst_name is None:
+        return SilentFinding("recompilation", False, "no recompiles", numbers)
+    reasons = (counters.get("guard_failures") or {}).get(worst_name) or []
+    first_reason = str(reasons[0]).split("\n", 1)[0] if reasons else "no guard failure recorded"
+    summary = (f"`{worst_name}` recompiled {worst} time(s) (limit {limit}); first failing guard: {first_reason}")
+    return SilentFinding("recompilation", hit_limit or every_call, summary, numbers)
+
+
+# --- why a repro did not reproduce ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reason:
+    code: str  # needs_package | needs_data | incomplete_snippet | needs_gpu | notebook_only | fixed_since | ran_clean | ...
+    sentence: str
+    next_step: str = ""
+
+
+def reason_from_exception(exception: Mapping | None, rules: Mapping | None = None) -> Reason | None:
+    """A reason read from the exception a run ended with (rules/reproduction.yaml `not_reproduced`)."""
+    if not exception:
+        return None
+    kind = str(exception.get("type") or "").rsplit(".", 1)[-1]
+    message = str(exception.get("message") or "")
+    for rule in (rules or reproduction_rules())["not_reproduced"]:
+        if kind not in rule["exception"]:
+            continue
+        match = re.search(rule["message"], message)
+        if match:
+            found = match.group(1) if match.groups() else ""
+            values = {"match": found, "message": message[:200]}
+            return Reason(rule["reason"], rule["sentence"].format(**values), rule.get("next_step", "").format(**values))
+    return None
+
+
+def missing_name(exception: Mapping | None) -> str | None:
+    """The name of a NameError ("name 'nn' is not defined")."""
+    if not exception or not str(exception.get("type", "")).endswith("NameError"):
+        return None
+    match = re.search(r"name '(\w+)' is not defined", str(exception.get("message", "")))
+    return match.group(1) if match else None
+
+
+def with_obvious_import(script: str, name: str, rules: Mapping | None = None) -> str | None:
+    """The script with the obvious import of `name` added at the top (after a docstring and
+    `__future__` imports), or None when `name` is not one of the obvious ones."""
+    statement = (rules or reproduction_rules())["obvious_imports"].get(name)
+    if statement is None or re.search(rf"^\s*{re.escape(statement)}\s*$", script, re.M):
+        return None
+    lines = script.split("\n")
+    insert_at = 0
+    for index, line in enumerate(lines):
+        if line.startswith("from __future__ import"):
+            insert_at = index + 1
+    return "\n".join(lines[:insert_at] + [statement] + lines[insert_at:])
+
+
+NOTEBOOK_RE = re.compile(r"^\s*(?:%|!)\w|get_ipython\(\)|display\(", re.M)
+NOTEBOOK_LINK_RE = re.compile(r"\.ipynb\b|colab\.research\.google\.com|kaggle\.com/code", re.I)
+
+
+def notebook_only(issue_text: str, script: str | None) -> bool:
+    """The repro lives in a notebook the issue links to (or uses IPython magics), not in the text."""
+    if script is not None:
+        return bool(NOTEBOOK_RE.search(script))
+    return bool(NOTEBOOK_LINK_RE.search(issue_text))
+
+
+def version_tuple(version: str | None) -> tuple[int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def fixed_since(reporter_torch: str | None, runner_torch: str | None) -> Reason | None:
+    """The reporter used an older torch than the runner: the bug may have been fixed in between."""
+    reported, here = version_tuple(reporter_torch), version_tuple(runner_torch)
+    if not reported or not here or reported >= here:
+        return None
+    return Reason("fixed_since", f"it did not reproduce on torch {runner_torch}; the report used {reporter_torch}, "
+                                 "so this may be fixed",
+                  "Check the fix on the reporter's side; `@pt2-triage draft-pr` offers the generated test as a guard "
+                  "against a regression.")

@@ -1,0 +1,101 @@
+"""Reading a run: what counts as a failure, silent failures, and why a repro did not reproduce."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.outcome import (evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
+                         render_uncaught, silent_findings, with_obvious_import)
+
+
+@dataclass
+class Run:
+    exit_code: int | None = 0
+    signal: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    uncaught_exception: dict | None = None
+
+
+UNSUPPORTED = {"type": "torch._dynamo.exc.Unsupported", "message": "Data-dependent branching",
+               "frames": [["/sandbox/repro.py", 9, "<module>"], ["/site/torch/_dynamo/eval_frame.py", 1183, "compile_wrapper"]],
+               "cause": None, "context": None, "suppress_context": False}
+
+
+def test_printed_tracebacks_of_a_run_that_exited_0_are_not_a_failure():
+    forged = Run(exit_code=0, stdout="Traceback (most recent call last):\ntorch._dynamo.exc.Unsupported: fake\n")
+    assert not launcher_failed(forged)
+    assert "launcher's record" not in evidence_text(forged)
+
+
+def test_the_launchers_exception_comes_last_so_it_is_the_final_error(classifier):
+    run = Run(exit_code=1, stdout="RuntimeError: something printed earlier\n", uncaught_exception=UNSUPPORTED)
+    text = evidence_text(run)
+    assert text.rstrip().endswith("torch._dynamo.exc.Unsupported: Data-dependent branching")
+    verdict = classifier.classify_text(text, report=False)
+    assert (verdict.category, verdict.rule) == ("graph_break", "unsupported_exception")
+
+
+def test_a_chained_exception_is_rendered_root_cause_first():
+    root = {"type": "builtins.KeyError", "message": "'x'", "frames": [["/site/torch/_dynamo/a.py", 1, "f"]]}
+    final = {"type": "torch._dynamo.exc.InternalTorchDynamoError", "message": "KeyError: 'x'", "frames": [], "cause": root}
+    text = render_uncaught(final)
+    assert text.index("KeyError: 'x'") < text.index("direct cause") < text.index("InternalTorchDynamoError")
+
+
+def test_accuracy_difference_reported_by_the_probe_is_a_reproduction():
+    probe = {"calls": [{"call": 0, "compiled_s": 3.9, "eager_s": 0.001, "same": False, "max_abs": 1.0, "max_rel": 6.8e11,
+                        "fp64_reference": True},
+                       {"call": 1, "compiled_s": 0.001, "eager_s": 0.001, "same": True, "max_abs": 0.0, "max_rel": 0.0}]}
+    (finding,) = silent_findings(probe, ("accuracy",))
+    assert finding.reproduced and "differ on 1 of 2 calls against an fp64 reference" in finding.summary
+    assert finding.numbers["max_abs"] == 1.0
+
+
+def test_performance_needs_both_the_ratio_and_an_absolute_difference():
+    slow = {"calls": [{"call": 0, "compiled_s": 5.0, "compiled_median_s": 0.004, "eager_median_s": 0.002}]}
+    tiny = {"calls": [{"call": 0, "compiled_s": 5.0, "compiled_median_s": 0.00004, "eager_median_s": 0.00002}]}
+    assert silent_findings(slow, ("performance",))[0].reproduced
+    assert not silent_findings(tiny, ("performance",))[0].reproduced  # 2x, but 20 microseconds: noise
+    long_compile = {"calls": [{"call": 0, "compiled_s": 95.0, "compiled_median_s": 0.001, "eager_median_s": 0.002}]}
+    assert silent_findings(long_compile, ("performance",))[0].reproduced
+
+
+def test_recompiles_up_to_the_limit_or_on_every_call():
+    probe = {"calls": [], "counters": {"recompiles": {"step": 7}, "recompile_limit": 8, "stats": {"calls_captured": 20},
+                                       "guard_failures": {"step": ["0/0: lr == 0.1"]}, "frames": {"total": 8}}}
+    (finding,) = silent_findings(probe, ("recompilation",))
+    assert finding.reproduced and "`step` recompiled 7 time(s) (limit 8); first failing guard: 0/0: lr == 0.1" in finding.summary
+    calm = {"calls": [], "counters": {"recompiles": {"step": 1}, "recompile_limit": 8, "stats": {"calls_captured": 20}}}
+    assert not silent_findings(calm, ("recompilation",))[0].reproduced
+
+
+def test_why_it_did_not_reproduce_from_the_exception():
+    package = reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'transformers'"})
+    assert package.code == "needs_package" and "`transformers`" in package.sentence
+    assert reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'torch'"}) is None
+    data = reason_from_exception({"type": "builtins.OSError",
+                                  "message": "We couldn't connect to 'https://huggingface.co' to load this file"})
+    assert data.code == "needs_data"
+    snippet = reason_from_exception({"type": "builtins.NameError", "message": "name 'nn' is not defined"})
+    assert snippet.code == "incomplete_snippet" and "`nn`" in snippet.sentence
+
+
+def test_an_obvious_missing_import_is_added_once():
+    script = '"""doc"""\nfrom __future__ import annotations\nclass M(nn.Module):\n    pass\n'
+    fixed = with_obvious_import(script, "nn")
+    assert fixed.split("\n")[2] == "import torch.nn as nn"
+    assert with_obvious_import(fixed, "nn") is None  # already there
+    assert with_obvious_import(script, "my_helper") is None  # not an obvious one
+    assert missing_name({"type": "builtins.NameError", "message": "name 'F' is not defined"}) == "F"
+
+
+def test_fixed_since_compares_the_reporters_torch_with_the_runners():
+    reason = fixed_since("2.4.0+cu121", "2.13.0+cpu")
+    assert reason.code == "fixed_since" and "may be fixed" in reason.sentence
+    assert fixed_since("2.13.0", "2.13.0+cpu") is None and fixed_since(None, "2.13.0") is None
+
+
+def test_notebook_only_repros():
+    assert notebook_only("See my notebook: https://colab.research.google.com/drive/abc", None)
+    assert notebook_only("", "%matplotlib inline\nimport torch\n")
+    assert not notebook_only("", "import torch\n")
