@@ -25,6 +25,7 @@ import ctypes
 import errno
 import platform
 import struct
+from functools import lru_cache
 
 # classic BPF opcodes (linux/filter.h)
 BPF_LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -102,7 +103,11 @@ def build_filter(profile: str = "strict", arch: str | None = None) -> bytes:
     or `install`. Raises UnsupportedArchitecture off x86-64 and aarch64."""
     if profile not in PROFILES:
         raise ValueError(f"unknown seccomp profile {profile!r}")
-    arch = arch or native_arch()
+    return _build(profile, arch or native_arch())
+
+
+@lru_cache(maxsize=8)
+def _build(profile: str, arch: str) -> bytes:
     table = SYSCALLS[arch]
     denied = DENIED + (DENIED_STRICT_ONLY if profile == "strict" else ())
     # Instructions refer to three shared endings by label; jump offsets are filled in at the end.
