@@ -17,6 +17,8 @@ The order of trust, each step measured on held-out real reports (scripts/train_t
    tracing or the legacy ONNX exporter, or the text never speaks of compiling at all.
 4. Context rules (patterns.yaml) re-file the verdict by the entry point the code calls: a
    data-dependent guard inside torch.export is an export failure.
+5. A report that involves PT2 but whose best category has under `UNKNOWN_BELOW` probability is
+   `unknown` (with its alternatives): a vague "torch.compile hangs" names no stage.
 Confidence is calibrated so that it means the probability of being right; below the threshold
 fitted in training the verdict is `unsure` and names its top alternatives.
 """
@@ -34,6 +36,8 @@ NOT_PT2 = "not_pt2"
 UNKNOWN = "unknown"
 MAX_ALTERNATIVES = 3
 DECISIVE_MIN_PRECISION = 0.75  # a decisive rule decides alone only if it was this often right on held-out reports
+# The model's best guess below this is no guess (held out: 0 of 6 right): PT2 is involved, no category fits.
+UNKNOWN_BELOW = 0.2
 MENTIONED_NOT_PT2_CAP = 0.75  # "not a compiler bug" without positive evidence stays a doubt
 NOT_PT2_EVIDENCE = ("prose:compiler_not_used", "prose:eager_fails_too", "mention:not_pt2_tooling", "entry:jit",
                     "entry:fx_symbolic_trace", "entry:onnx_legacy")
@@ -52,8 +56,9 @@ class Evidence:
 
     @property
     def calls_pt2(self) -> bool:
-        """Strong evidence: the code calls the compiler, or the error runs through it."""
-        return self.pt2_trace or self.features.pt2_entry_point
+        """Strong evidence: the code calls the compiler, the error runs through it, or the report
+        shows code the compiler generated (an Inductor cache path, a `triton_poi_fused_*` kernel)."""
+        return self.pt2_trace or self.features.pt2_entry_point or self.features.has("trace:generated_code")
 
     @property
     def mentions_pt2(self) -> bool:
@@ -82,6 +87,8 @@ def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[Cont
             probabilities.pop(NOT_PT2, None)  # it calls the compiler and nobody said eager fails too
         category = max(probabilities, key=probabilities.get)
         raw, how = probabilities[category], calibration_curve(evidence, category)
+        if raw / (sum(probabilities.values()) or 1.0) < UNKNOWN_BELOW and evidence.mentions_pt2:
+            category = UNKNOWN  # PT2 is involved and no category fits: the model is nearly uniform
     confidence = learned.calibration(how, raw)
     if category == NOT_PT2 and not evidence.positively_not_pt2:
         confidence = min(confidence, MENTIONED_NOT_PT2_CAP)

@@ -29,6 +29,7 @@ class FeatureRule:
     regex: re.Pattern
     prose: bool  # also looked for outside code (phrases people write), not only in code
     unless: re.Pattern | None = None  # a prose line that also matches this does not count
+    also: re.Pattern | None = None  # the whole text must also match this somewhere
 
     def in_prose(self, prose: str) -> bool:
         if self.unless is None:
@@ -81,7 +82,9 @@ def load_feature_rules() -> tuple[FeatureRule, ...]:
     for entry in doc["features"]:
         flags = re.I if entry.get("ignore_case") else 0
         unless = re.compile(entry["unless"], flags) if entry.get("unless") else None
-        rules.append(FeatureRule(entry["name"], re.compile(entry["regex"], flags | re.M), bool(entry.get("prose")), unless))
+        also = re.compile(entry["also"], flags | re.M) if entry.get("also") else None
+        rules.append(FeatureRule(entry["name"], re.compile(entry["regex"], flags | re.M), bool(entry.get("prose")),
+                                 unless, also))
     return tuple(rules)
 
 
@@ -115,6 +118,8 @@ def extract_features(text: str, rules: Iterable[FeatureRule] | None = None) -> F
     code, prose = split_code_and_prose(text)
     found = set()
     for rule in rules if rules is not None else load_feature_rules():
+        if rule.also is not None and not rule.also.search(text):
+            continue
         if rule.regex.search(code) or (rule.prose and rule.in_prose(prose)):
             found.add(rule.name)
     return Features(frozenset(found))
