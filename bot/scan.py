@@ -48,6 +48,7 @@ MAX_FAILING_TESTS = 200
 MAX_LINE_CHARS = 2000
 FULL_SCAN_BYTES = 4 << 20  # inputs up to this size are scanned whole; bigger ones from their end
 TAIL_WINDOW_BYTES = 1 << 20
+RESIDENT_BYTES = 8 << 20  # how much of a mapped log behind the scan stays resident (for the line just hit)
 CHAIN_MARGIN_BYTES = 64 << 10  # the tail window reaches this far before the final chain's first traceback
 
 
@@ -99,10 +100,12 @@ def count_newlines(buf, start: int, end: int, chunk: int = 8 << 20) -> int:
     return total
 
 
-def _release(buf, start: int, end: int) -> None:
-    """Drop the resident pages of a read-only file mapping (they are re-read from the page cache if needed)."""
+def _release(buf, start: int, end: int, keep: int = 0) -> None:
+    """Drop the resident pages of a read-only file mapping in [start, end - keep) (they are re-read
+    from the page cache if needed): a scan of a 1 GB log then holds a few MB of it at a time."""
     page = mmap.PAGESIZE
     first = -(-start // page) * page
+    end -= keep
     if isinstance(buf, mmap.mmap) and end - first >= page:
         try:
             buf.madvise(mmap.MADV_DONTNEED, first, (end - first) // page * page)
@@ -186,6 +189,7 @@ class Scanner:
         pos, line_no, counted_to = start, first_line, start
         while pos < end:
             match = search(buf, pos, end)
+            _release(buf, start, match.start() if match else end, keep=RESIDENT_BYTES)
             if match is None:
                 break
             line_start = rfind(b"\n", 0, match.start()) + 1
@@ -193,7 +197,8 @@ class Scanner:
             line_end = end if line_end < 0 else line_end
             line_no += count_newlines(buf, counted_to, line_start)
             counted_to = line_start
-            self._record(result, bytes(buf[line_start:min(line_end, line_start + 8 * MAX_LINE_CHARS)]), line_start, line_no)
+            text_start, raw = _hit_text(buf, line_start, line_end, match.start())
+            self._record(result, raw, text_start, line_no)
             pos = line_end + 1
 
     def _first_hits(self, result: ScanResult, buf, end: int, wants_last_head: bool) -> int:
@@ -205,6 +210,7 @@ class Scanner:
         union = self._cached_union(remaining, wants_last_head)
         while pos < end and union is not None:
             match = union.search(buf, pos, end)
+            _release(buf, 0, match.start() if match else end, keep=RESIDENT_BYTES)
             if match is None:
                 break
             line_start = buf.rfind(b"\n", 0, match.start()) + 1
@@ -212,10 +218,10 @@ class Scanner:
             line_end = end if line_end < 0 else line_end
             line_no += count_newlines(buf, counted_to, line_start)
             counted_to = line_start
-            raw = bytes(buf[line_start:min(line_end, line_start + 8 * MAX_LINE_CHARS)])
-            fired = self._record(result, raw, line_start, line_no, structure=False)
+            text_start, raw = _hit_text(buf, line_start, line_end, match.start())
+            fired = self._record(result, raw, text_start, line_no, structure=False)
             if wants_last_head and self.exception_head.search(raw.decode("utf-8", errors="replace")):
-                result.exception_heads.append(Mark(line_start, line_no))
+                result.exception_heads.append(Mark(text_start, line_no))
             if fired & remaining:
                 remaining -= fired
                 union = self._cached_union(remaining, wants_last_head)
@@ -262,6 +268,13 @@ class Scanner:
     def mentions_pt2(self, buf: bytes) -> bool:
         """Whether the text talks about the compiler stack at all (one more pass, only when asked)."""
         return self.pt2_mention.search(buf) is not None
+
+
+def _hit_text(buf, line_start: int, line_end: int, hit: int) -> tuple[int, bytes]:
+    """Where the text of a hit line starts, and that text, capped. In a pathological line (megabytes
+    without a newline) it starts at the hit, not at the line's start, so the hit is never cut away."""
+    start = line_start if hit - line_start < 4 * MAX_LINE_CHARS else hit
+    return start, bytes(buf[start:min(line_end, start + 8 * MAX_LINE_CHARS)])
 
 
 def _line_start(buf, offset: int) -> int:

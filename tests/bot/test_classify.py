@@ -241,3 +241,11 @@ def test_a_device_assert_from_an_earlier_test_does_not_outrank_the_final_error(c
     assert classifier.classify(earlier, report=False).category in ("triton_kernel_bug", "runtime_crash")
     result = classifier.classify(log, report=False)
     assert (result.category, result.rule) == ("graph_break", "unsupported_exception")
+
+
+def test_an_error_at_the_end_of_a_line_megabytes_long_is_still_found(classifier):
+    """Hostile or broken logs (a binary blob without newlines, then the traceback) get a verdict."""
+    text = (b"\x00" * (6 << 20) + b"Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+            b"torch._dynamo.exc.Unsupported: Data-dependent branching\n")
+    result = classifier.classify(text, report=False)
+    assert (result.category, result.rule) == ("graph_break", "unsupported_exception")
