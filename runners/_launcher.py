@@ -2,18 +2,19 @@
 bubblewrap), forks the target with rlimits applied, reports how it ended on a private pipe, and makes
 sure nothing it started outlives it.
 
-Usage (by runners/sandbox.py only): python -I -S _launcher.py CONFIG_JSON -- ARGV...
-CONFIG_JSON: {"status_fd", "evidence_fd" (-1: none), "cpu_s", "as_bytes", "nproc", "fsize_bytes",
-"term_handler" (unsafe mode only: SIGTERM kills the target, then we report)}; 0 means no limit.
+Usage (by runners/sandbox.py only): python -I -S _launcher.py KEY=VALUE... -- ARGV...
+KEYs (integers): status_fd, evidence_fd (-1: none), cpu_s, as_bytes, nproc, fsize_bytes (0: no limit),
+term_handler (1 in unsafe mode only: SIGTERM kills the target, then we report).
+Report, on status_fd: "WAIT_STATUS MAXRSS_KB".
 
 The script cannot forge the report: the status fd exists only here (every other fd is closed, the
 target never gets it), and the launcher is not dumpable, so a process of the same uid cannot open
 /proc/1/fd or /proc/1/mem (ptrace and pidfd_getfd are refused by the seccomp filter anyway). As
 PID 1 without signal handlers it cannot be killed from inside the namespace.
-Standalone on purpose: stdlib only, no imports from the project, so `-I -S` start-up stays fast.
+Standalone on purpose: stdlib only, no imports from the project and no json (its import would double
+the `-I -S` start-up).
 """
 import ctypes
-import json
 import os
 import resource
 import signal
@@ -87,8 +88,9 @@ def close_other_fds(keep: tuple) -> None:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
-    argv = sys.argv[sys.argv.index("--") + 1:]
+    split = sys.argv.index("--")
+    config = {key: int(value) for key, _, value in (arg.partition("=") for arg in sys.argv[1:split])}
+    argv = sys.argv[split + 1:]
     status_fd, evidence_fd = int(config["status_fd"]), int(config.get("evidence_fd", -1))
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -118,10 +120,9 @@ def main() -> None:
         pid, status, usage = os.wait4(-1, 0)
         if pid == target:
             break
-    report = {"wait_status": status, "maxrss_kb": usage.ru_maxrss}
     if os.getpid() != 1:  # as PID 1 of a namespace, our exit kills everything left in it
         kill_leftovers()
-    os.write(status_fd, json.dumps(report).encode())
+    os.write(status_fd, f"{status} {usage.ru_maxrss}".encode())
     os.close(status_fd)
 
 

@@ -1,7 +1,7 @@
 """Root's way into an unprivileged bubblewrap: stage what uid 65534 cannot reach, drop to it, exec bwrap.
 
-    python -I -S _stage.py CONFIG_JSON BWRAP_ARGV...       (by runners/sandbox.py only, as root)
-    CONFIG_JSON: {"stage_dir", "sources": [path, ...], "uid", "gid" (null: keep ours), "cgroup_procs" (or null)}
+    python -I -S _stage.py STAGE_DIR UID GID CGROUP_PROCS SOURCE... -- BWRAP_ARGV...   (by runners/sandbox.py only)
+    ("-" for an unused STAGE_DIR, UID/GID (keep ours) or CGROUP_PROCS)
 
 Why: bubblewrap run by root maps the sandbox's uid to root outside, so the script could read every
 root-owned file the sandbox shows (/etc/shadow). So root drops to uid/gid 65534 before bwrap. But an
@@ -14,11 +14,10 @@ The staging mounts exist only in this process's namespace and vanish with it.
 
 With a cgroup (cgroup v2 limits), it first moves itself into the run's cgroup, so bwrap and all
 it starts are charged there from their first instruction.
-Standalone on purpose: stdlib only; every module is imported before the privileges go, since the
-interpreter's own files may be among those 65534 cannot read.
+Standalone on purpose: stdlib only, no json (its import is most of a -I -S start-up); every module
+is imported before the privileges go, since the interpreter's own files may be among those 65534
+cannot read.
 """
-import ctypes
-import json
 import os
 import stat
 import sys
@@ -34,28 +33,28 @@ def fail(message: str) -> None:
 
 def check(result: int, libc, what: str) -> None:
     if result != 0:
-        errno = ctypes.get_errno()
-        fail(f"{what}: {os.strerror(errno)}")
+        import ctypes
+        fail(f"{what}: {os.strerror(ctypes.get_errno())}")
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
-    argv = sys.argv[2:]
-    libc = ctypes.CDLL(None, use_errno=True)
-    if config.get("cgroup_procs"):
-        fd = os.open(config["cgroup_procs"], os.O_WRONLY | os.O_NOFOLLOW)
+    split = sys.argv.index("--")
+    stage_dir, uid, gid, cgroup_procs = sys.argv[1:5]
+    sources, argv = sys.argv[5:split], sys.argv[split + 1:]
+    if cgroup_procs != "-":
+        fd = os.open(cgroup_procs, os.O_WRONLY | os.O_NOFOLLOW)
         os.write(fd, b"0")
         os.close(fd)
-    sources = config.get("sources") or []
     if sources:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
         check(libc.unshare(CLONE_NEWNS), libc, "unshare(CLONE_NEWNS)")
         check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), libc, "making / private")
         fds = [os.open(source, os.O_PATH | os.O_NOFOLLOW) for source in sources]  # after unshare: our namespace
-        stage_dir = config["stage_dir"].encode()
-        check(libc.mount(b"tmpfs", stage_dir, b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=64k"), libc,
+        check(libc.mount(b"tmpfs", stage_dir.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755,size=64k"), libc,
               "mounting the staging tmpfs")
         for index, fd in enumerate(fds):
-            target = os.path.join(config["stage_dir"], str(index))
+            target = os.path.join(stage_dir, str(index))
             if stat.S_ISDIR(os.fstat(fd).st_mode):
                 os.mkdir(target, 0o755)
             else:
@@ -63,8 +62,8 @@ def main() -> None:
             check(libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, MS_BIND | MS_REC, None), libc,
                   f"staging {sources[index]}")
             os.close(fd)
-    if config.get("uid") is not None:  # root: become the sandbox uid for good (no way back, no capabilities)
-        uid, gid = int(config["uid"]), int(config["gid"])
+    if uid != "-":  # root: become the sandbox uid for good (no way back, no capabilities)
+        uid, gid = int(uid), int(gid)
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)

@@ -442,9 +442,9 @@ class Binds:
         args += tail
         if not staged and cgroup_procs is None:
             return args, ({"user": uid, "group": gid, "extra_groups": []} if drop else {})
-        config = {"stage_dir": stage_dir() if staged else None, "sources": staged, "cgroup_procs": cgroup_procs,
-                  "uid": uid if drop else None, "gid": gid if drop else None}
-        return [sys.executable, "-I", "-S", str(STAGE_HELPER), json.dumps(config), *args], {}
+        head = [stage_dir() if staged else "-", str(uid) if drop else "-", str(gid) if drop else "-",
+                cgroup_procs or "-"]
+        return [sys.executable, "-I", "-S", str(STAGE_HELPER), *head, *staged, "--", *args], {}
 
 
 def require_bubblewrap() -> Bubblewrap:
@@ -812,11 +812,13 @@ def script_target(spec: RunSpec, evidence_fd: int, sandboxed: bool) -> list[str]
     return [spec.python, bootstrap, str(evidence_fd), "repro.py"]
 
 
-def launcher_config(spec: RunSpec, status_fd: int, evidence_fd: int, sandboxed: bool) -> dict:
-    return {"status_fd": status_fd, "evidence_fd": evidence_fd, "cpu_s": spec.cpu_time_s or 0,
-            "as_bytes": spec.address_space_bytes or 0, "fsize_bytes": spec.max_file_bytes or 0,
-            # unsafe mode has no user namespace of its own: RLIMIT_NPROC would count every process of our uid
-            "nproc": (spec.max_processes or 0) if sandboxed else 0, "term_handler": not sandboxed}
+def launcher_config(spec: RunSpec, status_fd: int, evidence_fd: int, sandboxed: bool) -> list[str]:
+    """_launcher.py's KEY=VALUE arguments."""
+    config = {"status_fd": status_fd, "evidence_fd": evidence_fd, "cpu_s": spec.cpu_time_s or 0,
+              "as_bytes": spec.address_space_bytes or 0, "fsize_bytes": spec.max_file_bytes or 0,
+              # unsafe mode has no user namespace of its own: RLIMIT_NPROC would count every process of our uid
+              "nproc": (spec.max_processes or 0) if sandboxed else 0, "term_handler": int(not sandboxed)}
+    return [f"{key}={int(value)}" for key, value in config.items()]
 
 
 def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, str]], chdir: str, seccomp_fd: int,
@@ -896,7 +898,7 @@ def _execute(spec: RunSpec, prepared: Prepared) -> RunResult:
         if sandboxed:
             seccomp_fd = _pipe_with(seccomp.build_filter("strict"))
             passed.append(seccomp_fd)
-            inner = [spec.python, "-I", "-S", f"{INSIDE_RUNNER}/_launcher.py", json.dumps(config), "--", *target]
+            inner = [spec.python, "-I", "-S", f"{INSIDE_RUNNER}/_launcher.py", *config, "--", *target]
             argv, kwargs = sandbox_command(spec, prepared, inner, seccomp_fd,
                                            cgroup_procs=cgroup.procs_file if cgroup else None)
             network = (True, "bubblewrap: a network namespace of its own, no network, not even loopback") \
@@ -904,8 +906,7 @@ def _execute(spec: RunSpec, prepared: Prepared) -> RunResult:
             cwd = "/"
         else:
             network = isolation_for(spec.isolate_network)
-            argv = unshare_prefix(network[0]) + [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config),
-                                                 "--", *target]
+            argv = unshare_prefix(network[0]) + [sys.executable, "-I", "-S", str(LAUNCHER), *config, "--", *target]
             kwargs, cwd = {}, prepared.inside_cwd
         proc = subprocess.Popen(argv, cwd=cwd, env=prepared.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True, pass_fds=tuple(passed), **kwargs)
@@ -962,12 +963,10 @@ def _read_status(read_fd: int) -> dict | None:
     finally:
         os.close(read_fd)
     try:
-        report = json.loads(b"".join(chunks)) if chunks else None
+        wait_status, maxrss_kb = (int(field) for field in b"".join(chunks).split())
     except ValueError:
         return None
-    if not isinstance(report, dict) or type(report.get("wait_status")) is not int or type(report.get("maxrss_kb")) is not int:
-        return None
-    return report
+    return {"wait_status": wait_status, "maxrss_kb": maxrss_kb}
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float, limits: list[str], grace_s: float = TERM_GRACE_S):
