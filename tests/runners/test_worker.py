@@ -212,3 +212,12 @@ def test_a_worker_started_by_a_thread_that_ended_keeps_serving():
         assert (result.stdout, result.warm, warm.restarts) == ("still here\n", True, 0)
     finally:
         warm.close()
+
+
+def test_an_unsafe_worker_serves_unsafe_specs_only():
+    with WarmWorker(preload=(), unsafe_no_sandbox=True) as warm:
+        unsafe = warm.run(RunSpec(script="raise KeyError('k')", unsafe_no_sandbox=True))
+        assert unsafe.warm and unsafe.sandbox.startswith("none (unsafe)")
+        assert unsafe.uncaught_exception["type"] == "builtins.KeyError"
+        sandboxed = warm.run(RunSpec(script="import os\nprint(os.getcwd())"))
+        assert (sandboxed.warm, sandboxed.stdout) == (False, "/sandbox\n")  # a sandboxed spec runs cold, sandboxed
