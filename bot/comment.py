@@ -173,7 +173,8 @@ def verdict_line(report: TriageReport) -> str:
     elif repro.reproduced:
         reproduced = f"reproduced ({repro.runs_reproduced}/{repro.runs_total} runs){where}"
     else:
-        reproduced = f"not reproduced ({repro.status.replace('_', ' ')}){where}"
+        why = (repro.reason or repro.status).replace('_', ' ')
+        reproduced = f"not reproduced here ({why}){where}"
     return f"confidence {c.confidence:.2f} · {reproduced}"
 
 

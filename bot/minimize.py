@@ -77,6 +77,17 @@ class MinimizeResult:
                 "checked_compiler_off": self.checked_compiler_off, "stats": self.stats.to_dict()}
 
 
+IMPORTS_TORCH_RE = re.compile(r"^\s*(?:import torch\b|from torch\b)", re.M)
+PT2_ENTRY_RE = re.compile(r"torch\.compile\b|\bcompile\(|torch\.export\b|\bexport\(|_dynamo\.optimize\(|aoti_compile_and_package"
+                          r"|aoti_load_package|torch\._inductor\.aot_compile|torch\._export\.aot_compile|\.compile\(")
+
+
+def keeps_pt2(script: str) -> bool:
+    """A candidate still imports torch and calls a PT2 entry point (torch.compile, torch.export,
+    AOTInductor): a shrink that prints a forged traceback without them is not the same repro."""
+    return bool(IMPORTS_TORCH_RE.search(script) and PT2_ENTRY_RE.search(script))
+
+
 def same_failure(target: Classification, candidate: Classification, run_status: str) -> bool:
     """The policy: same category and signature, a real failure, and no user-level slippage."""
     if run_status in ("timeout", "limit") or not reproduces(candidate, run_status):
@@ -125,8 +136,11 @@ class Minimizer:
         return same_failure(target, classification, run.status)
 
     def is_interesting(self, original: Classification, candidate: str, check_compiler_off: bool) -> bool:
-        """The reducer's predicate: `candidate` fails as `original` did, and (when checked) only
-        with the compiler on. The second run happens only for candidates that pass the first."""
+        """The reducer's predicate: `candidate` keeps `import torch` and a PT2 entry point, fails as
+        `original` did, and (when checked) only with the compiler on. The runs happen only for
+        candidates that pass the checks before them."""
+        if not keeps_pt2(candidate):
+            return False
         if not self.fails_same(original, candidate):
             return False
         return not (check_compiler_off and self.fails_same(original, with_compiler_off(candidate)))
@@ -147,6 +161,8 @@ class Minimizer:
         self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         try:
             original, result = self.classify_run(script)
+            if not keeps_pt2(script):
+                raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
             if not reproduces(original, result.status):
                 raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
             log.info("minimizing a %s failure: %s", original.category, original.signature)

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import yaml
 
-SILENT_KINDS = ("accuracy", "performance", "recompilation")
+SILENT_KINDS = ("accuracy", "performance", "recompilation", "graph_break")
 MAX_RENDERED_FRAMES = 40
 
 
@@ -85,7 +85,8 @@ def silent_findings(probe: Mapping | None, kinds: tuple[str, ...], rules: Mappin
     if not probe:
         return ()
     rules = (rules or reproduction_rules())["silent"]
-    judges = {"accuracy": _accuracy, "performance": _performance, "recompilation": _recompilation}
+    judges = {"accuracy": _accuracy, "performance": _performance, "recompilation": _recompilation,
+              "graph_break": _graph_breaks}
     found = [judges[kind](probe, rules[kind]) for kind in kinds if kind in judges]
     return tuple(f for f in found if f is not None)
 
@@ -145,6 +146,20 @@ def _recompilation(probe: Mapping, rule: Mapping) -> SilentFinding | None:
     first_reason = str(reasons[0]).split("\n", 1)[0] if reasons else "no guard failure recorded"
     summary = (f"`{worst_name}` recompiled {worst} time(s) (limit {limit}); first failing guard: {first_reason}")
     return SilentFinding("recompilation", hit_limit or every_call, summary, numbers)
+
+
+def _graph_breaks(probe: Mapping, rule: Mapping) -> SilentFinding | None:
+    counters = probe.get("counters")
+    if not counters:
+        return None
+    count = int(counters.get("graph_breaks") or 0)
+    reasons = [r for r in counters.get("graph_break_reasons") or [] if isinstance(r, str)]
+    numbers = {"graph_breaks": count}
+    if count < rule["min_graph_breaks"]:
+        return SilentFinding("graph_break", False, "no graph break", numbers)
+    listed = "; ".join(f"`{r}`" for r in reasons[:3])
+    return SilentFinding("graph_break", True, f"{count} graph break(s) counted by Dynamo" + (f": {listed}" if listed else ""),
+                         numbers)
 
 
 # --- why a repro did not reproduce ---------------------------------------------------------------

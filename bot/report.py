@@ -7,13 +7,14 @@ reads it back to comment, label and open the PR. `from_dict(to_dict(r)) == r` is
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, get_args, get_origin, get_type_hints
 
 from . import __version__
 from .records import Classification, ReporterEnvironment
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: runs say whether the launcher saw them fail; silent checks; reasons for not reproducing
+READABLE_VERSIONS = (1, 2)  # version 2 only adds fields with defaults: an older runner's report still reads
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class RunRecord:
     classification: Classification
     output_tail: str  # the last lines of stdout+stderr, for excerpts
     output_dropped_bytes: int = 0
+    failed: bool = False  # the launcher saw a non-zero exit or a signal (printed text never sets this)
+    exception: str | None = None  # "Type: message" of the uncaught exception the launcher's bootstrap saw
+    probe: dict | None = None  # the in-run probe's measurements, when the run was a differential one
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,16 @@ class MinifierResult:
     signature: str | None
     duration_s: float
     note: str
+
+
+@dataclass(frozen=True)
+class SilentCheck:
+    """One differential measurement of a run that did not crash."""
+
+    kind: str  # accuracy | performance | recompilation
+    reproduced: bool
+    summary: str
+    numbers: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,11 @@ class Reproduction:
     runs: tuple[RunRecord, ...] = ()
     artifacts: tuple[str, ...] = ()  # paths relative to the report's directory
     minifier: MinifierResult | None = None
+    silent: tuple[SilentCheck, ...] = ()  # differential measurements (accuracy, performance, recompilation)
+    reason: str | None = None  # why it did not reproduce: needs_gpu, needs_package, fixed_since, ...
+    reason_text: str | None = None
+    next_step: str | None = None
+    script_changed: str | None = None  # how the script that ran differs from the issue's ("import torch.nn as nn added")
 
 
 @dataclass(frozen=True)
@@ -152,9 +171,10 @@ class TriageReport:
     @classmethod
     def from_dict(cls, data: dict) -> "TriageReport":
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"report schema version {version!r} is not supported (this tool reads {SCHEMA_VERSION})")
-        return _build(cls, data)
+        if version not in READABLE_VERSIONS:
+            raise ValueError(f"report schema version {version!r} is not supported (this tool reads "
+                             f"{', '.join(map(str, READABLE_VERSIONS))})")
+        return replace(_build(cls, data), schema_version=SCHEMA_VERSION)
 
 
 def _plain(value: Any) -> Any:

@@ -21,7 +21,7 @@ from .minimize import Minimizer, NotReproducible
 from .records import Classification, TriageRequest
 from .regress import add_method_to_file, generate, load_plans, required_imports, unified_patch, verification_verdict
 from .report import MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion, TriageReport
-from .reproduce import ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text, reproduces
+from .reproduce import ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text, record_reproduces
 from .test_files import FailureTouches, frames_of, load_refinements, read_checkout, suggest_test_file
 
 log = logging.getLogger(__name__)
@@ -107,8 +107,9 @@ class Triage:
         reproducer = Reproducer(self.classifier, self.runner, self.machine, options, self.options.out_dir)
         issue_text = run.request.text or None
         run.reproduction = reproducer.reproduce(run.script, issue_text)
-        run.classification = reproducer.final_classification(issue_text)
-        deciding = next((r for r in run.reproduction.runs if reproduces(r.classification, r.status)), None)
+        run.classification = reproducer.final_classification(issue_text, run.reproduction)
+        run.script = reproducer.script_used or run.script  # with an obvious missing import added, if it needed one
+        deciding = next((r for r in run.reproduction.runs if record_reproduces(r)), None)
         if deciding is not None:
             run.frames = frames_of(self.classifier.final_error(deciding.output_tail))
         return run.reproduction.summary
@@ -116,6 +117,8 @@ class Triage:
     def minimize(self, run: TriageRun) -> str:
         if not (run.reproduction and run.reproduction.reproduced and run.script):
             return "skipped: nothing reproduced to minimize"
+        if not any(record_reproduces(r) for r in run.reproduction.runs):
+            return "skipped: a silent failure (measured by a differential run); the minimizer shrinks failing runs"
         minimizer = Minimizer(self.classifier, self.runner, budget_s=self.options.minimize_budget_s,
                               timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs)
         try:

@@ -68,7 +68,7 @@ def describe(exc, depth: int = 0, seen=None):
             "suppress_context": bool(exc.__suppress_context__)}
 
 
-def report(evidence_fd: int, exc) -> None:
+def report(evidence_fd: int, exc, close: bool = True) -> None:
     """Write the description once, shrinking it until it fits; never raises."""
     if evidence_fd < 0:
         return
@@ -85,10 +85,46 @@ def report(evidence_fd: int, exc) -> None:
     except Exception:  # noqa: BLE001 - the run goes on; the trusted side just gets no evidence
         pass
     finally:
+        if close:
+            _close(evidence_fd)
+
+
+def _write_line(fd: int, payload) -> None:
+    """One JSON line on the evidence fd (capped like the exception report); never raises."""
+    if fd < 0:
+        return
+    try:
+        data = json.dumps(payload, default=str).encode()[:MAX_EVIDENCE_BYTES - 1] + b"\n"
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def start_probe():
+    """The torch probe (_torch_probe.py, beside this file) when the run asks for one (TRIAGE_TORCH_PROBE):
+    it wraps torch.compile before the script starts. None otherwise."""
+    if not os.environ.get("TRIAGE_TORCH_PROBE"):
+        return None
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         try:
-            os.close(evidence_fd)
-        except OSError:
-            pass
+            import _torch_probe
+        finally:
+            sys.path.pop(0)
+        _torch_probe.install(_torch_probe.config_from_env())
+        return _torch_probe
+    except Exception as exc:  # noqa: BLE001 - no probe: the run goes on, and says why in the report
+        return {"errors": [f"probe not installed: {type(exc).__name__}: {exc}"[:300]]}
+
+
+def send_probe(evidence_fd: int, probe) -> None:
+    """The probe's findings as a `{"probe": ...}` line, whatever the exit status."""
+    if probe is None:
+        return
+    findings = probe if isinstance(probe, dict) else probe.finish()
+    _write_line(evidence_fd, {"probe": findings})
 
 
 def exec_as_main(script: str) -> None:
@@ -124,9 +160,11 @@ def exit_status(exc) -> int:
 
 def run_as_main(script: str, evidence_fd: int) -> int:
     """Exit status of running `script` as __main__, printing an uncaught exception like python does."""
+    probe = start_probe()
     try:
         exec_as_main(script)
     except SystemExit as exc:
+        send_probe(evidence_fd, probe)
         _close(evidence_fd)
         return exit_status(exc)
     except BaseException as exc:  # noqa: BLE001 - exactly what the interpreter would print
@@ -135,11 +173,14 @@ def run_as_main(script: str, evidence_fd: int) -> int:
             tb = tb.tb_next  # drop our own frames: the traceback starts at <module>
         # (none left for a SyntaxError in the script: python prints no traceback for it either)
         exc = exc.with_traceback(tb)
-        report(evidence_fd, exc)
+        report(evidence_fd, exc, close=False)
+        send_probe(evidence_fd, probe)
+        _close(evidence_fd)
         sys.excepthook(type(exc), exc, tb)
         if isinstance(exc, KeyboardInterrupt):
             return -signal.SIGINT
         return 1
+    send_probe(evidence_fd, probe)
     _close(evidence_fd)
     return 0
 

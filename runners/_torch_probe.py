@@ -1,7 +1,7 @@
 """Hooks on torch that the bootstrap installs inside a sandboxed run, before the script starts.
 
 Standalone (stdlib and torch only; never imported by the trusted side). What a run asks for comes
-in `PT2_TRIAGE_PROBE` (JSON); what it found goes back in the bootstrap's report under "probe".
+in `TRIAGE_TORCH_PROBE` (JSON); what it found goes back in the bootstrap's report under "probe".
 
 Switches (the ablation ladder re-runs a repro under each, without editing the user's text):
   backend      "eager" | "aot_eager" | "aot_eager_decomp_partition" | "inductor": the backend of
@@ -30,7 +30,7 @@ import statistics
 import sys
 import time
 
-ENV = "PT2_TRIAGE_PROBE"
+ENV = "TRIAGE_TORCH_PROBE"
 TOLERANCE = 1e-3  # torch._dynamo.config.repro_tolerance, what the accuracy minifier compares at
 FP64_MAX_ELEMENTS = 4_000_000  # an fp64 reference only for calls this small (inputs plus parameters)
 MAX_RECORDED_CALLS = 50
@@ -264,6 +264,7 @@ def counters():
         "frames": dict(utils.counters.get("frames", {})),
         "stats": dict(utils.counters.get("stats", {})),
         "graph_breaks": sum(utils.counters.get("graph_break", {}).values()),
+        "graph_break_reasons": [str(reason).split("\n", 1)[0][:200] for reason in list(utils.counters.get("graph_break", {}))[:5]],
         "recompiles": {name: len(reasons) for name, reasons in failures.items()},
         "guard_failures": failures,
         "recompile_limit": getattr(config, "recompile_limit", getattr(config, "cache_size_limit", None)),

@@ -159,6 +159,7 @@ class RunResult:
     env_used: dict = field(default_factory=dict)
     warm: bool = False  # run by the warm worker (runners/worker.py) rather than a fresh interpreter
     uncaught_exception: dict | None = None
+    probe: dict | None = None  # the in-run torch probe's measurements (runners/_torch_probe.py), when asked
     sandbox: str = ""  # e.g. "bubblewrap 0.8.0, uid 65534, seccomp" or "none (unsafe): ..."
     limits_mechanism: str = ""  # "rlimit" (per process) or "cgroup v2" (whole run) + rlimits
     cleanup_error: str = ""  # why the workdir could not be removed, if it could not
@@ -678,6 +679,27 @@ def _clean_exception(value, depth: int = 0) -> dict | None:
             "suppress_context": value.get("suppress_context") is True}
 
 
+MAX_PROBE_CALLS = 64
+
+
+def parse_probe(data: bytes) -> dict | None:
+    """The torch probe's report (a `{"probe": ...}` line), reduced to known keys and plain values.
+    Kept whatever the exit status: a silent failure is a run that exited 0."""
+    for line in reversed(bytes(data or b"").splitlines()):
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("probe"), dict):
+            probe = value["probe"]
+            calls = [c for c in probe.get("calls") or [] if isinstance(c, dict)][:MAX_PROBE_CALLS]
+            return {"calls": [{k: v for k, v in c.items() if isinstance(v, (int, float, bool, str)) and len(k) < 40}
+                              for c in calls],
+                    "counters": probe.get("counters") if isinstance(probe.get("counters"), dict) else None,
+                    "errors": [str(e)[:300] for e in (probe.get("errors") or [])][:10]}
+    return None
+
+
 def parse_evidence(data: bytes, exit_code: int | None) -> dict | None:
     """The last well-formed exception report in `data`, or None; always None for a run that exited 0."""
     if exit_code == 0 or not data:
@@ -751,6 +773,7 @@ def build_result(spec: RunSpec, prepared: Prepared, wait_status: int | None, pea
         limits_fired=tuple(dict.fromkeys(limits)), network_isolated=network[0], network_note=network[1],
         workdir=prepared.reported_workdir(spec), env_used=dict(prepared.env), warm=warm,
         uncaught_exception=parse_evidence(evidence.data, exit_code) if evidence is not None else None,
+        probe=parse_probe(evidence.data) if evidence is not None else None,
         sandbox=sandbox, limits_mechanism=limits_mechanism)
 
 
@@ -823,7 +846,7 @@ def launcher_config(spec: RunSpec, status_fd: int, evidence_fd: int, sandboxed: 
 
 def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, str]], chdir: str, seccomp_fd: int,
                   tmp_bytes: int, strict: bool = True, gpu: bool = False, share_net: bool = False,
-                  runner_files: tuple[str, ...] = ("_launcher.py", "_bootstrap.py"), scratch: tuple[str, ...] = (),
+                  runner_files: tuple[str, ...] = ("_launcher.py", "_bootstrap.py", "_torch_probe.py"), scratch: tuple[str, ...] = (),
                   cgroup_procs: str | None = None, read_only: tuple[str, ...] = (),
                   die_with_parent: bool = True, env: Mapping[str, str] | None = None) -> tuple[list[str], dict]:
     """bwrap argv (and Popen kwargs) running `inner` in a sandbox: the system read-only, the

@@ -64,7 +64,8 @@ from .sandbox import Prepared, RunResult, RunSpec
 log = logging.getLogger(__name__)
 
 SERVER = Path(__file__).with_name("_worker_server.py")
-WARM_SAFE_ENV = frozenset({"PYTHONFAULTHANDLER", "OMP_NUM_THREADS"})
+# TRIAGE_TORCH_PROBE is read by the bootstrap in the forked run, after the preload, like a cold run does.
+WARM_SAFE_ENV = frozenset({"PYTHONFAULTHANDLER", "OMP_NUM_THREADS", "TRIAGE_TORCH_PROBE"})
 # values every run gets from sandbox.build_env; setting them again changes nothing
 STARTUP_DEFAULTS = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
 START_TIMEOUT_S = 180
@@ -201,7 +202,7 @@ class WarmWorker:
         argv, kwargs = sandbox.bwrap_command(
             inner, python=self.python, writable=[(str(runs), INSIDE_RUNS), (str(self.caches_dir), INSIDE_CACHES)],
             chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
-            share_net=not self.isolate_network, runner_files=("_worker_server.py", "_bootstrap.py"),
+            share_net=not self.isolate_network, runner_files=("_worker_server.py", "_bootstrap.py", "_torch_probe.py"),
             scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env)
         self.network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
             if self.isolate_network else (False, "the host's network (isolate_network=False)")
