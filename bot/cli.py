@@ -11,7 +11,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from . import __version__
+from . import __version__, outdir
+from .outdir import OutDirRefused
 from .classify import Classifier
 from .extract import MAX_MARKDOWN_CHARS, request_from_text
 from .logtext import decode
@@ -158,10 +159,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise UsageError("--runs must be at least 1")
     issue_text = Path(args.issue).read_text(encoding="utf-8", errors="replace") if args.issue else None
     classifier = build_classifier(args.rules)
-    out_dir = Path(args.out) if args.out else None
-    if out_dir:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    machine = machine_environment(probe_machine())
+    out_dir = outdir.prepare(Path(args.out)) if args.out else None
+    machine = machine_environment(probe_machine(unsafe_no_sandbox=sandbox_fallback(args)))
     options = ReproduceOptions(runs=args.runs, timeout_s=args.timeout, device=args.device, minify_graph=not args.no_minifier)
     with ExitStack() as stack:
         reproducer = Reproducer(classifier, make_runner(stack, 1 if args.warm else 0), machine, options, out_dir)
@@ -169,7 +168,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     report = TriageReport(classification=reproducer.final_classification(issue_text), source="local_file",
                           reference=str(script_path), machine=machine, reproduction=reproduction)
     if out_dir:
-        (out_dir / "report.json").write_text(report.to_json(), encoding="utf-8")
+        outdir.write_text(out_dir, "report.json", report.to_json())
     if args.json:
         print(report.to_json())
     else:
@@ -185,6 +184,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     if not script_path.is_file():
         raise UsageError(f"{args.script}: no such file")
     classifier = build_classifier(args.rules)
+    sandbox_fallback(args)
     with ExitStack() as stack:
         runner = make_runner(stack, args.jobs)
         minimizer = Minimizer(classifier, runner, budget_s=args.budget, timeout_s=args.timeout, parallelism=args.jobs)
@@ -196,7 +196,7 @@ def cmd_minimize(args: argparse.Namespace) -> int:
     if not args.no_graph_minifier and "minifier" in classifier.ruleset.categories[result.original.category].artifacts:
         graph = graph_minifier(classifier, result.source, result.original.category)
     if args.out:
-        Path(args.out).write_text(result.source, encoding="utf-8")
+        outdir.write_file(Path(args.out), result.source)
     if args.json:
         payload = result.to_dict()
         payload["graph_repro"] = graph
@@ -218,7 +218,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
     root = Path(args.pytorch_root) if args.pytorch_root else None
     if root and not (root / "test").is_dir():
         raise UsageError(f"{args.pytorch_root}: not a PyTorch checkout (no test/ directory)")
-    out_dir = Path(args.out)
+    out_dir = outdir.prepare(Path(args.out))
     options = TriageOptions(out_dir=out_dir, issue_number=args.issue_number, pytorch_root=root, device=args.device,
                             minimize_budget_s=args.budget, run_timeout_s=args.timeout,
                             minify_graph=not args.no_minifier, jobs=args.jobs)
@@ -228,7 +228,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
 
     with ExitStack() as stack:
         triage = Triage(build_classifier(args.rules), make_runner(stack, args.jobs),
-                        machine_environment(probe_machine()), options, progress)
+                        machine_environment(probe_machine(unsafe_no_sandbox=sandbox_fallback(args))), options, progress)
         report = triage.triage(source)
     if args.json:
         print(report.to_json())
@@ -268,7 +268,7 @@ def make_runner(stack: ExitStack, warm_workers: int):
 
     def start() -> None:
         try:
-            pool.append(stack.enter_context(WarmPool(warm_workers)).run)
+            pool.append(stack.enter_context(WarmPool(warm_workers, unsafe_no_sandbox=sandbox.unsafe_fallback_needed())).run)
         except WorkerUnavailable as exc:
             log.warning("warm workers unavailable (%s); running cold", exc)
             pool.append(sandbox.run)
@@ -283,6 +283,7 @@ def make_runner(stack: ExitStack, warm_workers: int):
                 stack.callback(prewarm.thread.join)  # never leave a half-started pool behind
 
     def run(spec):
+        spec = sandbox.effective(spec)  # as the pool runs it, when the unsafe fallback is in use
         if spec.argv is not None or not warm_safe_env(spec.env):
             return sandbox.run(spec)  # would run cold anyway: do not wait for the pool
         prewarm()
@@ -291,6 +292,21 @@ def make_runner(stack: ExitStack, warm_workers: int):
 
     run.prewarm = prewarm
     return run
+
+
+def sandbox_fallback(args: argparse.Namespace) -> bool:
+    """Apply `--unsafe-no-sandbox`: without bubblewrap, run with weaker isolation instead of refusing.
+    Returns whether runs will be unsafe (the report's runs say so too)."""
+    from runners import sandbox
+
+    sandbox.allow_unsafe_fallback(bool(getattr(args, "unsafe_no_sandbox", False)))
+    return sandbox.unsafe_fallback_needed()
+
+
+def add_unsafe_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--unsafe-no-sandbox", action="store_true",
+                         help="where bubblewrap is missing, run the repro anyway with weaker isolation (unshare, rlimits); "
+                              "the report says so. Never on a machine that holds anything worth stealing")
 
 
 def add_command(commands, name: str, handler, help: str, json_help: str) -> argparse.ArgumentParser:
@@ -331,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     reproduce.add_argument("--warm", action="store_true", help="reuse a warm torch worker for plain CPU runs")
     reproduce.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot minifier")
+    add_unsafe_flag(reproduce)
 
     minimize = add_command(commands, "minimize", cmd_minimize, "shrink a failing repro while it fails the same way",
                            "print the result and stats as JSON")
@@ -341,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     minimize.add_argument("--jobs", type=int, default=2, help="candidates tested in parallel (warm workers)")
     minimize.add_argument("--no-graph-minifier", action="store_true",
                           help="skip torch's after_aot graph minifier for backend/accuracy failures")
+    add_unsafe_flag(minimize)
 
     triage = add_command(commands, "triage", cmd_triage,
                          "the full local pipeline: classify, reproduce, minimize, suggest and verify a regression test",
@@ -355,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     triage.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     triage.add_argument("--jobs", type=int, default=2, help="warm workers for minimizing (0: cold runs only)")
     triage.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot graph minifier")
+    add_unsafe_flag(triage)
     from .cli_app import register as register_app_commands  # serve, publish, ci-failure
     register_app_commands(commands, add_command)
     from .cli_doctor import register as register_doctor; register_doctor(commands, add_command)  # noqa: E702
@@ -367,8 +386,15 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         return args.handler(args)
-    except (UsageError, RulesError) as exc:
+    except (UsageError, RulesError, OutDirRefused) as exc:
         print(f"pt2-triage: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # the sandbox is missing: one line with the fix, not a traceback
+        from runners.sandbox import SandboxUnavailable
+
+        if not isinstance(exc, SandboxUnavailable):
+            raise
+        print(f"pt2-triage: cannot run untrusted code here: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -75,13 +75,33 @@ def check_compiler(facts: dict) -> Check:
 
 
 def check_isolation(facts: dict) -> Check:
-    if facts.get("namespaces_ok"):
-        return Check("network isolation", "ok", facts.get("namespaces_note") or "unshare works")
-    if not facts.get("unshare"):
-        return Check("network isolation", "fail", "unshare(1) is not installed", "apt-get install util-linux")
-    return Check("network isolation", "fail", facts.get("namespaces_note") or "unshare failed",
-                 "untrusted repros would run with network access: run the runner as root in its container, or allow "
-                 f"unprivileged user namespaces (see {DOCS})")
+    """The sandbox: bubblewrap present, and a trial run inside it contained (uid, capabilities,
+    seccomp, no network, no host processes). Without it repros are refused (or, with
+    --unsafe-no-sandbox, run with far weaker isolation)."""
+    if "sandbox_ok" not in facts:  # an older probe: only unshare was checked
+        if facts.get("namespaces_ok"):
+            return Check("sandbox", "ok", facts.get("namespaces_note") or "unshare works")
+        return Check("sandbox", "fail", facts.get("namespaces_note") or "unshare failed", "apt-get install bubblewrap")
+    if not facts.get("bubblewrap"):
+        return Check("sandbox", "fail", "bubblewrap is not installed: repros are refused (or run unsafely with "
+                     "--unsafe-no-sandbox)", "apt-get install bubblewrap")
+    if not facts.get("sandbox_ok"):
+        return Check("sandbox", "fail", facts.get("sandbox_note") or "a trial sandbox failed",
+                     "allow unprivileged user namespaces (Ubuntu 24.04: sysctl kernel.apparmor_restrict_unprivileged_userns=0; "
+                     f"in a container: run it with user namespaces allowed; see {DOCS})")
+    version = facts.get("bubblewrap_version") or "bubblewrap"
+    return Check("sandbox", "ok", f"{version}: {facts.get('sandbox_note') or 'a trial run was contained'}")
+
+
+def check_limits(facts: dict) -> Check:
+    """Memory across a run's processes is capped only by a delegated cgroup v2; rlimits are per process."""
+    mechanism = facts.get("limits_mechanism")
+    if mechanism is None:
+        return Check("limits", "warn", "not probed")
+    if "cgroup" in mechanism:
+        return Check("limits", "ok", f"{mechanism}: memory is capped across the whole run")
+    return Check("limits", "warn", "per-process rlimits only: many processes together can still exhaust memory",
+                 "delegate a cgroup v2 with the memory controller and set PT2_SANDBOX_CGROUP to it")
 
 
 def check_disk(facts: dict) -> Check:
@@ -106,7 +126,7 @@ def check_tlparse(facts: dict) -> Check:
 def diagnose(facts: dict, need_gpu: bool = False) -> list[Check]:
     """Every check, in the order a person fixes them."""
     return [check_python(facts), check_torch(facts), check_gpu(facts, need_gpu), check_triton(facts, need_gpu),
-            check_compiler(facts), check_isolation(facts), check_disk(facts), check_tlparse(facts)]
+            check_compiler(facts), check_isolation(facts), check_limits(facts), check_disk(facts), check_tlparse(facts)]
 
 
 def healthy(checks: list[Check]) -> bool:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import ast
 import re
 import logging
-import shutil
 import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
 from runners.reduce import ReduceStats, Reducer, count_tokens
+from runners.safefs import remove_tree
 from runners.sandbox import RunResult, RunSpec
 
 from .classify import Classifier
@@ -119,7 +119,8 @@ def unparse(node: ast.AST) -> str:
 
 class Minimizer:
     def __init__(self, classifier: Classifier, runner: Runner, *, budget_s: float = 600, timeout_s: float = 120,
-                 parallelism: int = 1):
+                 parallelism: int = 1, gpu: bool = False):
+        self.gpu = gpu  # candidates see the GPU (a CUDA repro)
         self.classifier = classifier
         self.runner = runner
         self.budget_s = budget_s
@@ -128,7 +129,8 @@ class Minimizer:
         self.cache_dir: str | None = None
 
     def classify_run(self, script: str) -> tuple[Classification, RunResult]:
-        result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.timeout_s, cache_dir=self.cache_dir))
+        result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.timeout_s, cache_dir=self.cache_dir,
+                                     gpu=self.gpu))
         return self.classifier.classify_text(output_text(result), context=script), result
 
     def fails_same(self, target: Classification, script: str) -> bool:
@@ -182,4 +184,4 @@ class Minimizer:
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off)
         finally:
-            shutil.rmtree(self.cache_dir, ignore_errors=True)
+            remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it

@@ -51,6 +51,8 @@ class RunRecord:
     failed: bool = False  # the launcher saw a non-zero exit or a signal (printed text never sets this)
     exception: str | None = None  # "Type: message" of the uncaught exception the launcher's bootstrap saw
     probe: dict | None = None  # the in-run probe's measurements, when the run was a differential one
+    sandbox: str = ""  # how it was isolated ("bubblewrap 0.8.0, uid 65534, seccomp" or "none (unsafe): ...")
+    limits_mechanism: str = ""  # "rlimit" (per process) or "cgroup v2" (the whole run)
 
 
 @dataclass(frozen=True)

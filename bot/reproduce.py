@@ -28,7 +28,7 @@ from runners.safefs import remove_tree
 from runners.minifier import run_after_aot_minifier
 from runners.sandbox import RunResult, RunSpec
 
-from . import outcome
+from . import outcome, outdir
 from .classify import Classifier
 from .extract import reporter_environment
 from .features import extract_features
@@ -162,12 +162,13 @@ class Reproducer:
         self.records: list[RunRecord] = []
         self.artifacts: list[str] = []
         self.script_used: str | None = None
+        self.device = "cpu"
 
     def reproduce(self, script: str, issue_text: str | None = None) -> Reproduction:
         self.script_used = script
         from_text = self.classifier.classify_text(issue_text) if issue_text else None
         text_category = from_text.category if from_text and from_text.category not in ("not_pt2", "unknown") else None
-        device = "cuda" if needs_gpu(script, self.options.device) else "cpu"
+        device = self.device = "cuda" if needs_gpu(script, self.options.device) else "cpu"
         base = dict(category_from_text=from_text.category if from_text else None, device=device)
         if device == "cuda" and not self.machine.cuda_available:
             return Reproduction(
@@ -296,7 +297,7 @@ class Reproducer:
         return self.classifier.ruleset.categories[category_id]
 
     def run(self, script: str, env: dict[str, str], purpose: str, keep: bool = False) -> RunRecord:
-        spec = RunSpec(script=script, env=env, timeout_s=self.options.timeout_s, keep_workdir=keep)
+        spec = RunSpec(script=script, env=env, timeout_s=self.options.timeout_s, keep_workdir=keep, gpu=self.device == "cuda")
         result = self.runner(spec)
         text = output_text(result)
         classification = self.classifier.classify_text(text, context=spec.script or "")
@@ -308,7 +309,8 @@ class Reproducer:
             warm=bool(getattr(result, "warm", False)), classification=classification,
             output_tail="\n".join(clean_text(text).split("\n")[-OUTPUT_TAIL_LINES:]),
             output_dropped_bytes=result.stdout_dropped_bytes + result.stderr_dropped_bytes,
-            failed=outcome.launcher_failed(result),
+            failed=outcome.launcher_failed(result), sandbox=getattr(result, "sandbox", ""),
+            limits_mechanism=getattr(result, "limits_mechanism", ""),
             exception=f"{uncaught.get('type', '')}: {str(uncaught.get('message', ''))[:300]}" if uncaught else None,
             probe=getattr(result, "probe", None))
         self.records.append(record)
@@ -319,10 +321,9 @@ class Reproducer:
 
     def _save_log(self, index: int, text: str) -> None:
         if self.out_dir:
-            path = self.out_dir / "artifacts" / f"run-{index}.log"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", errors="replace")
-            self.artifacts.append(str(path.relative_to(self.out_dir)))
+            relative = f"artifacts/run-{index}.log"
+            outdir.write_text(self.out_dir, relative, text)
+            self.artifacts.append(relative)
 
     def _collect(self, workdir: Path) -> None:
         """Copy TORCH_COMPILE_DEBUG output and render TORCH_TRACE (safely: the workdir is the

@@ -14,6 +14,7 @@ from typing import Callable
 
 from runners.sandbox import RunSpec
 
+from . import outdir
 from .classify import Classifier
 from .comment import load_command_help, render_comment
 from .extract import MAX_MARKDOWN_CHARS, request_from_text
@@ -120,7 +121,8 @@ class Triage:
         if not any(record_reproduces(r) for r in run.reproduction.runs):
             return "skipped: a silent failure (measured by a differential run); the minimizer shrinks failing runs"
         minimizer = Minimizer(self.classifier, self.runner, budget_s=self.options.minimize_budget_s,
-                              timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs)
+                              timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs,
+                              gpu=self.test_device(run) == "cuda")
         try:
             result = minimizer.minimize(run.script)
         except NotReproducible as exc:
@@ -168,7 +170,8 @@ class Triage:
         if status not in ("reproduced", "flaky", "not_reproduced"):  # not_reproduced: the test shows a fix
             why = {"needs_gpu": "it needs a CUDA GPU; a GPU runner verifies it", None: "there was no repro to run"}
             return "not_run", f"not run: {why.get(status, f'the repro run ended with {status}')}", None
-        result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=self.options.run_timeout_s))
+        result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=self.options.run_timeout_s,
+                                     gpu=self.test_device(run) == "cuda"))
         got = self.classifier.classify_text(output_text(result), context=test_source)
         verdict, sentence = verification_verdict(run.classification, got, result.status)
         return verdict, sentence, got.signature if result.status != "ok" else None
@@ -206,7 +209,6 @@ class Triage:
 
     def write(self, report: TriageReport) -> str:
         out = self.options.out_dir
-        out.mkdir(parents=True, exist_ok=True)
         written = {"report.json": report.to_json(),
                    "comment.md": render_comment(report, self.classifier.ruleset, self.classifier.registry,
                                                 commands=load_command_help())}
@@ -217,5 +219,5 @@ class Triage:
             if report.regression_test.patch:
                 written["test.patch"] = report.regression_test.patch
         for name, text in written.items():
-            (out / name).write_text(text, encoding="utf-8")
+            outdir.write_text(out, name, text)
         return ", ".join(written)

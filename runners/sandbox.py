@@ -56,7 +56,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Mapping
@@ -456,6 +456,29 @@ def require_bubblewrap() -> Bubblewrap:
 
 
 # --- unsafe mode (no bubblewrap) ---------------------------------------------------------------------
+_unsafe_fallback = False
+
+
+def allow_unsafe_fallback(allowed: bool = True) -> None:
+    """The CLI's `--unsafe-no-sandbox`: where bubblewrap is missing or broken, run with the weaker
+    isolation below instead of refusing. Where bubblewrap works it is still used. Every RunResult's
+    `sandbox` says which a run got."""
+    global _unsafe_fallback
+    _unsafe_fallback = allowed
+
+
+def unsafe_fallback_needed() -> bool:
+    """The fallback was allowed and bubblewrap cannot run here."""
+    return _unsafe_fallback and not bubblewrap().ok
+
+
+def effective(spec: RunSpec) -> RunSpec:
+    """The spec as it will run: unsafe when the fallback is allowed and needed."""
+    if not spec.unsafe_no_sandbox and unsafe_fallback_needed():
+        return replace(spec, unsafe_no_sandbox=True)
+    return spec
+
+
 @lru_cache(maxsize=1)
 def namespace_support() -> tuple[bool, str]:
     """Whether `unshare` can give us new network+PID namespaces here (unsafe mode); probed once."""
@@ -811,7 +834,9 @@ def wait_with_deadline(pid: int, deadline: float):
 
 def run(spec: RunSpec) -> RunResult:
     """Run `spec` to completion (or its limits) in a fresh interpreter and report what happened.
-    Raises SandboxUnavailable when bubblewrap is missing or broken (unless spec.unsafe_no_sandbox)."""
+    Raises SandboxUnavailable when bubblewrap is missing or broken (unless spec.unsafe_no_sandbox, or
+    the unsafe fallback was allowed)."""
+    spec = effective(spec)
     _validate(spec)
     if not spec.unsafe_no_sandbox:
         require_bubblewrap()

@@ -9,8 +9,9 @@ from bot.cli import main
 from bot.doctor import GiB, diagnose, healthy
 
 GOOD_CPU = {"python_version": "3.11.7", "torch_version": "2.13.0+cpu", "cuda_version": None, "cuda_available": False,
-            "cxx_compiler": "/usr/bin/g++", "namespaces_ok": True, "namespaces_note": "new network and PID namespaces",
-            "unshare": "/usr/bin/unshare", "disk_path": "/tmp", "disk_free_bytes": 80 * GiB,
+            "cxx_compiler": "/usr/bin/g++", "bubblewrap": "/usr/bin/bwrap", "bubblewrap_version": "bubblewrap 0.8.0",
+            "sandbox_ok": True, "sandbox_note": "a trial run was contained (uid 65534, no capabilities, seccomp)",
+            "limits_mechanism": "cgroup v2 + rlimit", "disk_path": "/tmp", "disk_free_bytes": 80 * GiB,
             "tlparse": "/venv/bin/tlparse"}
 GOOD_GPU = {**GOOD_CPU, "torch_version": "2.11.0+cu130", "cuda_version": "13.0", "cuda_available": True,
             "device_name": "NVIDIA H100 80GB HBM3", "triton_version": "3.6.0"}
@@ -35,9 +36,8 @@ def test_a_good_gpu_runner_passes_as_a_gpu_runner():
 @pytest.mark.parametrize("change, name, fix_mentions", [
     ({"torch_version": None, "torch_error": "ModuleNotFoundError('torch')"}, "torch", "pip install torch"),
     ({"cxx_compiler": None}, "c++ compiler", "g++"),
-    ({"namespaces_ok": False, "namespaces_note": "new namespaces are not permitted here (Operation not permitted)"},
-     "network isolation", "user namespaces"),
-    ({"namespaces_ok": False, "unshare": None}, "network isolation", "util-linux"),
+    ({"sandbox_ok": False, "sandbox_note": "bwrap: setting up uid map: Permission denied"}, "sandbox", "user namespaces"),
+    ({"sandbox_ok": False, "bubblewrap": None}, "sandbox", "apt-get install bubblewrap"),
     ({"disk_free_bytes": 2 * GiB}, "disk", "TMPDIR"),
     ({"python_version": "3.9.18"}, "python", "3.10"),
     ({"python_version": None, "probe_error": "probe failed (exit 127)"}, "python", "--python"),
@@ -58,9 +58,10 @@ def test_a_gpu_runner_without_a_gpu_fails():
 
 
 def test_small_problems_only_warn():
-    checks = diagnose({**GOOD_CPU, "disk_free_bytes": 10 * GiB, "tlparse": None})
+    checks = diagnose({**GOOD_CPU, "disk_free_bytes": 10 * GiB, "tlparse": None, "limits_mechanism": "rlimit"})
     assert healthy(checks)
-    assert {c.name for c in checks if c.status == "warn"} == {"disk", "tlparse"}
+    assert {c.name for c in checks if c.status == "warn"} == {"disk", "tlparse", "limits"}
+    assert "PT2_SANDBOX_CGROUP" in by_name(checks)["limits"].fix
 
 
 @pytest.mark.slow
