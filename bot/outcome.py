@@ -226,12 +226,30 @@ def version_tuple(version: str | None) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+GUARD_STEP = ("Check the fix on the reporter's side; `@pt2-triage draft-pr` offers the generated test as a guard "
+              "against a regression.")
+
+
 def fixed_since(reporter_torch: str | None, runner_torch: str | None) -> Reason | None:
-    """The reporter used an older torch than the runner: the bug may have been fixed in between."""
+    """The reporter used an older torch than the runner (or did not say which): the bug may have
+    been fixed in between. None when the report used this torch or a newer one."""
     reported, here = version_tuple(reporter_torch), version_tuple(runner_torch)
+    if here and not reported:
+        return Reason("fixed_since", f"it ran without failing on torch {runner_torch}; the report does not say which torch "
+                                     "it used, so this may be fixed since", GUARD_STEP)
     if not reported or not here or reported >= here:
         return None
     return Reason("fixed_since", f"it did not reproduce on torch {runner_torch}; the report used {reporter_torch}, "
-                                 "so this may be fixed",
-                  "Check the fix on the reporter's side; `@pt2-triage draft-pr` offers the generated test as a guard "
-                  "against a regression.")
+                                 "so this may be fixed", GUARD_STEP)
+
+
+def clean_run_reason(reporter_torch: str | None, runner_torch: str | None, reporter_gpu: bool, ran_on: str) -> Reason:
+    """Why a script that ran clean did not reproduce, when its output named no cause: the reporter's
+    GPU, then the torch versions, else the machine."""
+    if reporter_gpu and ran_on == "cpu":
+        return Reason("needs_gpu", "it ran without failing on the CPU; the report used a GPU, where it may fail",
+                      "A GPU runner reproduces it: `@pt2-triage run gpu`.")
+    return fixed_since(reporter_torch, runner_torch) or Reason(
+        "ran_clean", f"it ran without failing on torch {runner_torch}, the version the report used or a newer one; "
+                     "the failure may depend on the reporter's machine (OS, compiler, CPU features) or inputs",
+        "Post the exact environment (`python -m torch.utils.collect_env`) and the inputs that fail.")

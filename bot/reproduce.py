@@ -255,15 +255,20 @@ class Reproducer:
                      for f in outcome.silent_findings(record.probe, kinds))
 
     def _reason(self, issue_text: str | None, status: str) -> outcome.Reason | None:
-        """Why it did not reproduce: the last run's exception, then the reporter's older torch."""
-        if status in ("timeout", "limit"):
-            return None
+        """Why it did not reproduce: the last run's exception, else the reporter's GPU or torch."""
+        if status == "timeout":
+            return outcome.Reason("timeout", f"every run hit the {self.options.timeout_s:.0f} s time limit",
+                                  "Run it with a larger --timeout, or post a smaller repro.")
+        if status == "limit":
+            return outcome.Reason("limit", "a resource limit stopped the run (memory, processes or file size)",
+                                  "Post a smaller repro (smaller shapes or model).")
         last = self.records[-1] if self.records else None
         found = outcome.reason_from_exception(_exception_of(last)) if last else None
         if found:
             return found
         reporter = reporter_environment(issue_text or "")
-        return outcome.fixed_since(reporter.torch_version, self.machine.torch_version)
+        return outcome.clean_run_reason(reporter.torch_version, self.machine.torch_version, reporter.needs_gpu,
+                                        self.device)
 
     def _not_reproduced(self, base: dict, code: str, sentence: str, next_step: str) -> Reproduction:
         return Reproduction(status="not_reproduced", reproduced=False, runs_total=0, runs_reproduced=0,

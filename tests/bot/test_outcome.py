@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.outcome import (evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
+from bot.outcome import (clean_run_reason, evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
                          render_uncaught, silent_findings, with_obvious_import)
 
 
@@ -91,8 +91,16 @@ def test_an_obvious_missing_import_is_added_once():
 
 def test_fixed_since_compares_the_reporters_torch_with_the_runners():
     reason = fixed_since("2.4.0+cu121", "2.13.0+cpu")
-    assert reason.code == "fixed_since" and "may be fixed" in reason.sentence
-    assert fixed_since("2.13.0", "2.13.0+cpu") is None and fixed_since(None, "2.13.0") is None
+    assert reason.code == "fixed_since" and "the report used 2.4.0+cu121, so this may be fixed" in reason.sentence
+    assert fixed_since("2.13.0", "2.13.0+cpu") is None
+    assert "does not say which torch" in fixed_since(None, "2.13.0").sentence
+
+
+def test_a_clean_run_always_has_a_reason():
+    assert clean_run_reason("2.4.0", "2.13.0", reporter_gpu=True, ran_on="cpu").code == "needs_gpu"
+    assert clean_run_reason("2.4.0", "2.13.0", reporter_gpu=False, ran_on="cpu").code == "fixed_since"
+    same = clean_run_reason("2.13.0", "2.13.0+cpu", reporter_gpu=False, ran_on="cpu")
+    assert same.code == "ran_clean" and "collect_env" in same.next_step
 
 
 def test_notebook_only_repros():

@@ -1,0 +1,135 @@
+"""Real issues end to end: `pt2-triage triage` on real reports whose repro runs on a CPU.
+
+The cases are the real-issue corpus' reports marked `cpu_repro` (tests/corpus/real/, hand-checked to
+hold a complete script that needs only torch and numpy), their texts as found: fixed since or not,
+the reporter's torch version is part of the case. Each is triaged as a user would, in a fresh
+output directory, with `--budget` seconds for minimizing, and scored against its hand label:
+
+  reproduced, right category | reproduced, wrong category | reproduced falsely (no run failed and
+  no differential check found a difference) | not reproduced, by the reason the report gives
+
+plus the time per stage (median and max). By default the dev and test splits run (48 cases);
+`--split train` or `--all` adds the rest.
+
+    python benchmarks/real_issues.py [--split dev test] [--budget 60] [--limit N] [--json results.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "corpus" / "real"
+CASE_TIMEOUT_S = 900
+
+
+def load_cases(splits: list[str]) -> list[dict]:
+    cases = []
+    for split in splits:
+        for line in (CORPUS / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
+            case = json.loads(line)
+            if case.get("cpu_repro"):
+                cases.append(case)
+    return sorted(cases, key=lambda c: c["url"])
+
+
+def triage(case: dict, workdir: Path, budget: float) -> dict:
+    """One `pt2-triage triage` of the case's text; the report, or why there is none."""
+    issue = workdir / "issue.md"
+    issue.write_text(case["body"], encoding="utf-8")
+    out = workdir / "out"
+    started = time.monotonic()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this tree's code, whatever the venv has installed
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bot.cli", "triage", str(issue), "--out", str(out),
+                               "--budget", str(budget), "--json"],
+                              capture_output=True, text=True, timeout=CASE_TIMEOUT_S, cwd=workdir, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"triage took over {CASE_TIMEOUT_S} s", "wall_s": CASE_TIMEOUT_S}
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:300], "wall_s": wall}
+    return {"report": json.loads(proc.stdout), "wall_s": wall}
+
+
+def outcome_of(case: dict, result: dict) -> tuple[str, str]:
+    """(outcome, detail) for the table."""
+    if "error" in result:
+        return "error", result["error"]
+    report = result["report"]
+    reproduction = report.get("reproduction")
+    verdict = report["classification"]["category"]
+    if reproduction is None:
+        return "not reproduced", "no runnable repro found in the text"
+    if case["category"] == "not_pt2" and not reproduction["reproduced"]:
+        return "not PT2, as labeled", reproduction.get("reason") or reproduction["status"]
+    if reproduction["reproduced"]:
+        failed = any(run.get("failed") for run in reproduction["runs"])
+        silent = any(check["reproduced"] for check in reproduction.get("silent") or ())
+        if not failed and not silent:
+            return "reproduced falsely", reproduction["summary"]
+        right = verdict == case["category"]
+        return ("reproduced, right category" if right else "reproduced, wrong category"), f"{verdict} (label {case['category']})"
+    return "not reproduced", reproduction.get("reason") or reproduction["status"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", nargs="+", default=["dev", "test"], choices=["train", "dev", "test"])
+    parser.add_argument("--all", action="store_true", help="every split")
+    parser.add_argument("--budget", type=float, default=60, help="seconds for minimizing, per case")
+    parser.add_argument("--limit", type=int, help="only the first N cases (by URL)")
+    parser.add_argument("--json", type=Path, help="write every case's outcome and stage times here")
+    args = parser.parse_args()
+    cases = load_cases(["train", "dev", "test"] if args.all else args.split)[:args.limit]
+    rows = []
+    for index, case in enumerate(cases, 1):
+        with tempfile.TemporaryDirectory(prefix="pt2-real-") as tmp:
+            result = triage(case, Path(tmp), args.budget)
+        outcome, detail = outcome_of(case, result)
+        stages = (result.get("report") or {}).get("stage_seconds") or {}
+        rows.append({"url": case["url"], "split": case["split"], "label": case["category"], "outcome": outcome,
+                     "detail": detail, "wall_s": round(result["wall_s"], 1), "stages": stages,
+                     "reporter_torch": case.get("torch_version")})
+        print(f"[{index}/{len(cases)}] {outcome:28s} {result['wall_s']:6.1f}s  {case['url']}  {detail[:100]}", flush=True)
+    report(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+def report(rows: list[dict]) -> None:
+    print(f"\n{len(rows)} real issues with CPU repros")
+    for split in sorted({r["split"] for r in rows}):
+        counts = Counter(r["outcome"] for r in rows if r["split"] == split)
+        print(f"  {split}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    counts = Counter(r["outcome"] for r in rows)
+    print("\n| outcome | cases |\n| --- | --- |")
+    for outcome, count in sorted(counts.items()):
+        print(f"| {outcome} | {count} |")
+    reasons = Counter(r["detail"] for r in rows if r["outcome"] == "not reproduced")
+    print("\nnot reproduced, by reason: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
+    reproduced = [r for r in rows if r["outcome"].startswith("reproduced,")]
+    if reproduced:
+        right = sum(1 for r in reproduced if r["outcome"] == "reproduced, right category")
+        print(f"right category among reproductions: {right}/{len(reproduced)} ({right / len(reproduced):.0%})")
+    per_stage = defaultdict(list)
+    for row in rows:
+        for stage, seconds in row["stages"].items():
+            per_stage[stage].append(seconds)
+    print("\n| stage | median s | max s |\n| --- | --- | --- |")
+    for stage, values in per_stage.items():
+        print(f"| {stage} | {statistics.median(values):.1f} | {max(values):.1f} |")
+    walls = [r["wall_s"] for r in rows]
+    print(f"| whole triage | {statistics.median(walls):.1f} | {max(walls):.1f} |")
+
+
+if __name__ == "__main__":
+    main()
