@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bot.ruleset import load_ruleset  # noqa: E402
-from bot.scan import CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST, TRACEBACK  # noqa: E402
+from bot.core.ruleset import load_ruleset  # noqa: E402
+from bot.core.scan import CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST, TRACEBACK  # noqa: E402
 from ere import to_ere  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "bot" / "fixtures"

@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.cli import build_classifier  # noqa: E402
-from bot.minimize import Minimizer  # noqa: E402
-from bot.records import Classification  # noqa: E402
+from bot.cli.main import build_classifier  # noqa: E402
+from bot.pipeline.minimize import Minimizer  # noqa: E402
+from bot.core.records import Classification  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
 from runners.sandbox import run  # noqa: E402
 

@@ -5,14 +5,14 @@ Each case in benchmarks/minimize_cases/ is a 40-55 line script that fails with o
 internal error, dynamic shapes) buried in model code that has nothing to do with it. Per case,
 one after another so they see the same machine:
 
-  ours               bot.minimize.Minimizer over runners/reduce.py, candidates run by a pool of
+  ours               bot.pipeline.minimize.Minimizer over runners/reduce.py, candidates run by a pool of
                      warm workers (--jobs), exactly as `pt2-triage minimize` runs them
   pysource-minimize  pysource_minimize.minimize(source, checker), the checker calling
                      benchmarks/interesting.py (sequential: the library tests one candidate at a time)
   shrinkray          the `shrinkray` CLI with benchmarks/interesting.py as its test (--jobs parallel)
 
 The peers' test is one script, interesting.py: a cold sandboxed run, then the same policy as ours
-(`bot.minimize.same_failure`: same category and signature, no NameError-style slippage), with the
+(`bot.pipeline.minimize.same_failure`: same category and signature, no NameError-style slippage), with the
 Inductor cache shared between the runs of one reduction as ours shares it. Every reducer gets the
 same wall budget per case; a peer still running then is stopped (shrinkray: its process tree;
 pysource-minimize: no check starts after the deadline) and its best result so far is taken.
@@ -51,9 +51,9 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.cli import build_classifier, make_runner  # noqa: E402
-from bot.minimize import Minimizer, NotReproducible, same_failure  # noqa: E402
-from bot.records import Classification  # noqa: E402
+from bot.cli.main import build_classifier, make_runner  # noqa: E402
+from bot.pipeline.minimize import Minimizer, NotReproducible, same_failure  # noqa: E402
+from bot.core.records import Classification  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
 from runners.sandbox import RunResult, RunSpec  # noqa: E402
 

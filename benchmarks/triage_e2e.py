@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.triage import STAGES  # noqa: E402
+from bot.pipeline.triage import STAGES  # noqa: E402
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.md"))
 TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 60.0

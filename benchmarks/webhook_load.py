@@ -42,7 +42,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot.webhooks import signature_for  # noqa: E402
+from bot.app.intake import signature_for  # noqa: E402
 from tests.bot.app.fake_github import FakeGitHub  # noqa: E402
 
 SECRET = "benchmark-secret"
@@ -98,9 +98,9 @@ def start_app(server: str, port: int, env: dict, log_path: Path, threads: int) -
     stops)."""
     if server == "waitress":
         command = [sys.executable, "-m", "waitress", "--host=127.0.0.1", f"--port={port}", f"--threads={threads}",
-                   "--call", "bot.app:create_app"]
+                   "--call", "bot.app.factory:create_app"]
     else:
-        command = [sys.executable, "-c", "from bot.app import create_app; "
+        command = [sys.executable, "-c", "from bot.app.factory import create_app; "
                    f"create_app().run(host='127.0.0.1', port={port}, threaded=True)"]
     with open(log_path, "wb") as log_file:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT)

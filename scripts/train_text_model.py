@@ -31,11 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bot import combine  # noqa: E402
-from bot.classify import Classifier  # noqa: E402
-from bot.graph_breaks import load_registry  # noqa: E402
-from bot.ruleset import load_ruleset  # noqa: E402
-from bot.textmodel import ModelInput, parse_learned  # noqa: E402
+from bot.core import combine  # noqa: E402
+from bot.core.classify import Classifier  # noqa: E402
+from bot.core.graph_breaks import load_registry  # noqa: E402
+from bot.core.ruleset import load_ruleset  # noqa: E402
+from bot.core.textmodel import ModelInput, parse_learned  # noqa: E402
 
 CORPUS = ROOT / "tests" / "corpus" / "real"
 OUT = ROOT / "bot" / "rules" / "text_model.json"

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.classify import Classifier
-from bot.graph_breaks import load_registry
-from bot.ruleset import load_ruleset
+from bot.core.classify import Classifier
+from bot.core.graph_breaks import load_registry
+from bot.core.ruleset import load_ruleset
 
 TESTS = Path(__file__).parent
 FIXTURES = TESTS / "bot" / "fixtures"

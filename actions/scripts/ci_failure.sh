@@ -22,4 +22,4 @@ if [[ "${PT2_POST_COMMENT:-false}" == true ]]; then
   args+=(--comment)
 fi
 "$PT2_PYTHON" -I -m bot.cli "${args[@]}" > "$PT2_REPORT_DIR/ci_failure.json"
-"$PT2_PYTHON" -I -m bot.actions_io ci "$PT2_REPORT_DIR/ci_failure.json" --report-path "$PT2_REPORT_DIR/ci_report.json"
+"$PT2_PYTHON" -I -m bot.cli.actions_io ci "$PT2_REPORT_DIR/ci_failure.json" --report-path "$PT2_REPORT_DIR/ci_report.json"

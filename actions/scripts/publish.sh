@@ -24,4 +24,4 @@ if [[ "${PT2_DRAFT_PR:-false}" == true ]]; then
 fi
 result="${RUNNER_TEMP:-/tmp}/pt2-triage-publish-$issue.json"
 "$PT2_PYTHON" -I -m bot.cli "${args[@]}" > "$result"
-"$PT2_PYTHON" -I -m bot.actions_io published "$result"
+"$PT2_PYTHON" -I -m bot.cli.actions_io published "$result"

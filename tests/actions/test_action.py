@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.report import TriageReport
+from bot.core.report import TriageReport
 
 from tests.contract.openapi import rest_contract
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.actions_io import (ActionInputError, Annotation, annotations, ci_annotations, ci_outputs, escape_data,
+from bot.cli.actions_io import (ActionInputError, Annotation, annotations, ci_annotations, ci_outputs, escape_data,
                             escape_property, issue_markdown, main, output_block, publish_outputs, repro_line,
                             step_outputs, summary_markdown)
-from bot.report import TriageReport
+from bot.core.report import TriageReport
 from tests.actions.harness import parse_file_command, workflow_commands
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import pytest
 
 from pathlib import Path
 
-from bot.classify import Classifier
+from bot.core.classify import Classifier
 
 CORPUS_RECORDED = Path(__file__).resolve().parents[1] / "corpus" / "recorded"
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.cli import main
+from bot.cli.main import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

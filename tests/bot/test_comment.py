@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.classify import Classifier
-from bot.comment import (COMMENT_MARKER, MAX_COMMENT_CHARS, celebration, excerpt, fix_verified, is_bot_comment, render_comment,
+from bot.core.classify import Classifier
+from bot.pipeline.comment import (COMMENT_MARKER, MAX_COMMENT_CHARS, celebration, excerpt, fix_verified, is_bot_comment, render_comment,
                          render_pending_comment)
-from bot.graph_breaks import load_registry
-from bot.records import Classification, Evidence
-from bot.report import (MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord, TestSuggestion,
+from bot.core.graph_breaks import load_registry
+from bot.core.records import Classification, Evidence
+from bot.core.report import (MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord, TestSuggestion,
                         TriageReport)
-from bot.ruleset import CATEGORY_IDS, load_ruleset
+from bot.core.ruleset import CATEGORY_IDS, load_ruleset
 
 GOLDEN = Path(__file__).parent / "golden"
 CORPUS = Path(__file__).parents[1] / "corpus" / "cases.jsonl"

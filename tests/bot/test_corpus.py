@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 CASES = CORPUS / "cases.jsonl"

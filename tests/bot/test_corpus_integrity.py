@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import re2
 
-from bot.ruleset import load_ruleset
+from bot.core.ruleset import load_ruleset
 from tests.corpus.build_cases import render
 from tests.corpus.record import SETS, SKIP, selected
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from bot.cli import main
-from bot.doctor import GiB, diagnose, healthy
+from bot.cli.main import main
+from bot.cli.doctor_checks import GiB, diagnose, healthy
 
 GOOD_CPU = {"python_version": "3.11.7", "torch_version": "2.13.0+cpu", "cuda_version": None, "cuda_available": False,
             "cxx_compiler": "/usr/bin/g++", "bubblewrap": "/usr/bin/bwrap", "bubblewrap_version": "bubblewrap 0.8.0",

@@ -1,4 +1,4 @@
-from bot.evaluate import Outcome, evaluate
+from bot.core.evaluate import Outcome, evaluate
 
 
 def test_accuracy_precision_recall_and_confusions():

@@ -1,4 +1,4 @@
-from bot.extract import code_blocks, repro_scripts, reporter_environment, request_from_text
+from bot.core.extract import code_blocks, repro_scripts, reporter_environment, request_from_text
 
 ISSUE = '''\
 ### 🐛 Describe the bug

@@ -1,7 +1,7 @@
 """A CI log with many failures: each distinct one listed with its test id and its own category."""
 from __future__ import annotations
 
-from bot.failures import distinct_failures
+from bot.core.failures import distinct_failures
 
 
 def section(name: str, body: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.github import GitHub, GitHubError, RateLimited, RetryPolicy, StaticToken, retry_delay
+from bot.app.github import GitHub, GitHubError, RateLimited, RetryPolicy, StaticToken, retry_delay
 from tests.bot.app.conftest import FakeClock, clock, fake, private_key_path  # noqa: F401  (fixtures)
 from tests.bot.app.fake_github import API
 
@@ -69,7 +69,7 @@ def test_upsert_edits_the_marked_bot_comment_and_ignores_impostors(gh, fake):
 
 
 def test_installation_tokens_are_cached_until_near_expiry(fake, clock, private_key_path):
-    from bot.github import AppCredentials
+    from bot.app.github import AppCredentials
 
     credentials = AppCredentials("31337", private_key_path.read_text(), API, clock=clock, sleep=clock.sleep)
     gh = GitHub(API, credentials.installation(4242), sleep=clock.sleep, clock=clock)

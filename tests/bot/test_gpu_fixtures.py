@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.report import TriageReport
+from bot.core.report import TriageReport
 
 GPU = Path(__file__).parent / "fixtures" / "gpu"
 
@@ -30,9 +30,9 @@ def test_h100_reports_load_and_reproduced(name, category, classifier):
 
 def test_h100_triage_generated_a_cuda_test_that_failed_there_for_the_same_reason():
     """`pt2-triage triage tests/repros/gpu/triton_compile_error.py` on the H100: the whole report."""
-    from bot.comment import render_comment
-    from bot.graph_breaks import load_registry
-    from bot.ruleset import load_ruleset
+    from bot.pipeline.comment import render_comment
+    from bot.core.graph_breaks import load_registry
+    from bot.core.ruleset import load_ruleset
 
     report = TriageReport.from_dict(json.loads((GPU / "triage_triton_compile_error.report.json").read_text()))
     test = report.regression_test

@@ -1,4 +1,4 @@
-from bot.graph_breaks import GraphBreakRegistry, load_registry, tidy_registry_text
+from bot.core.graph_breaks import GraphBreakRegistry, load_registry, tidy_registry_text
 
 REGISTRY = {
     "GB0001": [{"Gb_type": "Data-dependent branching", "Context": "", "Explanation": "Detected {thing} branching",

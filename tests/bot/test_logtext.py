@@ -1,4 +1,4 @@
-from bot.logtext import clean_line, clean_text, decode
+from bot.core.logtext import clean_line, clean_text, decode
 
 
 def test_decode_never_fails_on_invalid_utf8_and_normalizes_line_ends():

@@ -1,7 +1,7 @@
-"""bot.markdown: user text in a comment stays text."""
+"""bot.core.markdown: user text in a comment stays text."""
 from hypothesis import given, strategies as st
 
-from bot.markdown import code_span, details, fence, inert, inert_line, trim_lines
+from bot.core.markdown import code_span, details, fence, inert, inert_line, trim_lines
 
 
 def test_a_fence_is_longer_than_any_backtick_run_inside():

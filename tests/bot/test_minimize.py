@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.minimize import COMPILER_OFF, Minimizer, NotReproducible, same_failure, tidy, with_compiler_off
-from bot.records import Classification
+from bot.pipeline.minimize import COMPILER_OFF, Minimizer, NotReproducible, same_failure, tidy, with_compiler_off
+from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.sandbox import run
 
@@ -15,7 +15,7 @@ LARGE = Path(__file__).resolve().parents[1] / "repros" / "large"
 
 
 def verdict(category="graph_break", signature="graph_break|Unsupported|x", exception_type=None, evidence=1):
-    from bot.records import Evidence
+    from bot.core.records import Evidence
     return Classification(category, 0.9, signature, tuple(Evidence(1, "e") for _ in range(evidence)),
                           exception_type=exception_type)
 

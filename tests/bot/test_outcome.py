@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.outcome import (clean_run_reason, evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
+from bot.core.outcome import (clean_run_reason, evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
                          render_uncaught, silent_findings, with_obvious_import)
 
 

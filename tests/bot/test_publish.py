@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.comment import render_pending_comment
-from bot.publish import NEEDS_TRIAGE, labels_for
-from bot.records import Classification
-from bot.report import Reproduction, TriageReport
+from bot.pipeline.comment import render_pending_comment
+from bot.app.publish import NEEDS_TRIAGE, labels_for
+from bot.core.records import Classification
+from bot.core.report import Reproduction, TriageReport
 
 SURE = Classification(category="graph_break", confidence=0.93, signature="graph_break|Unsupported|x")
 UNSURE = replace(SURE, confidence=0.41, unsure=True, decided_by="model",

@@ -3,8 +3,8 @@ import ast
 
 import pytest
 
-from bot.records import Classification
-from bot.regress import (add_method_to_file, generate, load_plans, required_imports, unified_patch,
+from bot.core.records import Classification
+from bot.pipeline.regress import (add_method_to_file, generate, load_plans, required_imports, unified_patch,
                          verification_verdict)
 
 PLANS = load_plans()
@@ -125,10 +125,10 @@ def test_verification_verdicts(status, run, verdict):
 
 @pytest.mark.slow
 def test_the_generated_test_really_fails_against_installed_torch_for_the_same_reason():
-    from bot.classify import Classifier
-    from bot.graph_breaks import load_registry
-    from bot.reproduce import ALWAYS_ENV, output_text
-    from bot.ruleset import load_ruleset
+    from bot.core.classify import Classifier
+    from bot.core.graph_breaks import load_registry
+    from bot.pipeline.reproduce import ALWAYS_ENV, output_text
+    from bot.core.ruleset import load_ruleset
     from runners import sandbox
 
     classifier = Classifier(load_ruleset(), load_registry())

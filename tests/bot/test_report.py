@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from bot.records import Classification, Evidence, ReporterEnvironment
-from bot.report import MachineEnvironment, MinifierResult, Reproduction, RunRecord, SCHEMA_VERSION, TriageReport
+from bot.core.records import Classification, Evidence, ReporterEnvironment
+from bot.core.report import MachineEnvironment, MinifierResult, Reproduction, RunRecord, SCHEMA_VERSION, TriageReport
 
 VERDICT = Classification("graph_break", 0.93, "graph_break|Unsupported|Data-dependent branching",
                          (Evidence(12, "torch._dynamo.exc.Unsupported: Data-dependent branching"),), "GB0170",

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.report import MachineEnvironment, TriageReport
-from bot.reproduce import ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment, needs_gpu
+from bot.cli.main import main
+from bot.core.report import MachineEnvironment, TriageReport
+from bot.pipeline.reproduce import ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment, needs_gpu
 from runners.probe import probe_machine
 from runners.sandbox import run
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.ruleset import CATEGORY_IDS, RulesError, load_ruleset, parse_ruleset
+from bot.core.ruleset import CATEGORY_IDS, RulesError, load_ruleset, parse_ruleset
 
 RULES = Path(__file__).resolve().parents[2] / "bot" / "rules"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import scan as scan_module
-from bot.classify import final_chain
+from bot.core import scan as scan_module
+from bot.core.classify import final_chain
 
 RECORDED = Path(__file__).resolve().parents[1] / "corpus" / "recorded"
 

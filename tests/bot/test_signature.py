@@ -1,4 +1,4 @@
-from bot.signature import make_signature, normalize, short_type
+from bot.core.signature import make_signature, normalize, short_type
 
 
 def test_same_failure_on_two_machines_gives_the_same_signature():

@@ -1,8 +1,8 @@
 """Which PyTorch test file a regression test goes in: category defaults refined by what the failure touches."""
 import pytest
 
-from bot.ruleset import load_ruleset
-from bot.test_files import FailureTouches, checkout_file, load_refinements, main_test_class, read_checkout, suggest_test_file
+from bot.core.ruleset import load_ruleset
+from bot.pipeline.placement import FailureTouches, checkout_file, load_refinements, main_test_class, read_checkout, suggest_test_file
 
 RULESET = load_ruleset()
 RULES, NEVER = load_refinements()

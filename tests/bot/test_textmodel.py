@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.textmodel import Calibration, char_ngrams, load_learned, read_npz, tokens
+from bot.core.textmodel import Calibration, char_ngrams, load_learned, read_npz, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-from bot.tracebacks import parse_bare_exception, parse_head, parse_pytest_failure, parse_python_chain
+from bot.core.tracebacks import parse_bare_exception, parse_head, parse_pytest_failure, parse_python_chain
 
 
 def numbered(text: str, first: int = 1):
@@ -126,7 +126,7 @@ def test_legacy_ipython_traceback():
 
 
 def test_launcher_prefixes_are_read_through():
-    from bot.logtext import clean_text
+    from bot.core.logtext import clean_text
 
     text = """\
 [rank0]: Traceback (most recent call last):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.classify import Classifier
-from bot.graph_breaks import load_registry
-from bot.reproduce import ALWAYS_ENV, output_text
-from bot.ruleset import load_ruleset
+from bot.cli.main import main
+from bot.core.classify import Classifier
+from bot.core.graph_breaks import load_registry
+from bot.pipeline.reproduce import ALWAYS_ENV, output_text
+from bot.core.ruleset import load_ruleset
 from runners import sandbox
 
 EXAMPLES = Path(__file__).parents[2] / "examples"

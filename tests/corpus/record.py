@@ -32,10 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bot.classify import Classifier  # noqa: E402
-from bot.graph_breaks import load_registry  # noqa: E402
-from bot.reproduce import ALWAYS_ENV, output_text  # noqa: E402
-from bot.ruleset import load_ruleset  # noqa: E402
+from bot.core.classify import Classifier  # noqa: E402
+from bot.core.graph_breaks import load_registry  # noqa: E402
+from bot.pipeline.reproduce import ALWAYS_ENV, output_text  # noqa: E402
+from bot.core.ruleset import load_ruleset  # noqa: E402
 
 REPROS = ROOT / "tests" / "repros"
 RECORDED = Path(__file__).parent / "recorded"

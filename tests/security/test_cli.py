@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 
 FORGED = '''\
 import sys

@@ -15,11 +15,11 @@ import responses
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.app import create_app
-from bot.github import AppCredentials, GitHub
-from bot.settings import Settings
-from bot.store import Store
-from bot.webhooks import signature_for
+from bot.app.factory import create_app
+from bot.app.github import AppCredentials, GitHub
+from bot.app.settings import Settings
+from bot.app.store import Store
+from bot.app.intake import signature_for
 from tests.contract.openapi import rest_contract
 
 from .fake_github import API, STORAGE, FakeGitHub

@@ -8,9 +8,9 @@ import threading
 
 import waitress
 
-from bot.cli import main
-from bot.cli_app import waitress_options
-from bot.comment import COMMENT_MARKER
+from bot.cli.main import main
+from bot.cli.app_commands import waitress_options
+from bot.pipeline.comment import COMMENT_MARKER
 
 from .conftest import FIXTURES, webhook_payload
 

@@ -5,7 +5,7 @@ import io
 import json
 import zipfile
 
-from bot.comment import CELEBRATIONS
+from bot.pipeline.comment import CELEBRATIONS
 
 from .conftest import FIXTURES, drain, webhook_payload
 from .test_flow import finish_runner, runner_completed

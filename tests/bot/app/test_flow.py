@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.comment import COMMENT_MARKER
-from bot.store import Store
+from bot.pipeline.comment import COMMENT_MARKER
+from bot.app.store import Store
 
 from .conftest import drain, graph_break_report_zip, webhook_payload
 
@@ -139,11 +139,11 @@ def test_restart_with_a_job_half_done_resumes_without_repeating(make_app, delive
     deliver("issues_labeled", client=app)
     store = app.extensions["pt2_triage"].services.store
     job = store.claim("doomed-worker", lease_s=120)
-    from bot.handlers import Context
-    from bot.github import GitHubError
+    from bot.app.handlers import Context
+    from bot.app.github import GitHubError
     services = app.extensions["pt2_triage"].services
     with pytest.raises(GitHubError):
-        from bot.handlers import handle_issue_labeled
+        from bot.app.handlers import handle_issue_labeled
         handle_issue_labeled(Context(services, job, services.github_for(job.installation_id)))
     assert len(fake.bot_comments_on(12)) == 1 and fake.dispatches == []
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-import bot.store
-from bot.store import REPLAY_WINDOW_S, DeliveryRecord, DeliveryRecorder, NewJob, Replayed, Store, StoreBusy
-from bot.webhooks import parse_delivery, route, signature_for
+import bot.app.store
+from bot.app.store import REPLAY_WINDOW_S, DeliveryRecord, DeliveryRecorder, NewJob, Replayed, Store, StoreBusy
+from bot.app.intake import parse_delivery, route, signature_for
 
 from .conftest import SECRET, webhook_payload
 
@@ -94,7 +94,7 @@ def test_recorder_groups_concurrent_deliveries_into_few_commits(tmp_path):
 
 
 def test_a_locked_store_gets_503_with_retry_after_and_the_redelivery_one_job(make_app, deliver, monkeypatch):
-    monkeypatch.setattr(bot.store, "INTAKE_BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(bot.app.store, "INTAKE_BUSY_TIMEOUT_S", 0.2)
     app = make_app()
     store = app.extensions["pt2_triage"].services.store
     blocker = sqlite3.connect(store.path, isolation_level=None)
@@ -131,8 +131,8 @@ def test_an_acknowledged_delivery_survives_the_process_dying_right_after_the_2xx
     script = f"""
 import os, sys
 sys.path.insert(0, {str(ROOT)!r})
-from bot.app import create_app
-from bot.settings import Settings
+from bot.app.factory import create_app
+from bot.app.settings import Settings
 app = create_app(Settings(webhook_secret={SECRET!r}, db_path={settings.db_path!r}, workers=0), start_workers=False)
 response = app.test_client().post("/webhook", data={body!r}, headers={{
     "X-GitHub-Event": "issues", "X-GitHub-Delivery": "acked-then-killed",
@@ -185,12 +185,12 @@ def test_a_version_1_database_is_migrated_to_the_claim_index(tmp_path):
     path = str(tmp_path / "old.sqlite3")
     old = sqlite3.connect(path, isolation_level=None)
     old.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
-    for statement in bot.store.MIGRATIONS[0]:
+    for statement in bot.app.store.MIGRATIONS[0]:
         old.execute(statement)
     old.execute("INSERT INTO schema_migrations VALUES (1, 0)")
     old.close()
     store = Store(path)
-    assert store.schema_version() == len(bot.store.MIGRATIONS)
+    assert store.schema_version() == len(bot.app.store.MIGRATIONS)
     indexes = {row[0] for row in store._connect().execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "jobs_by_state_age" in indexes and "jobs_ready" not in indexes
     plan = " ".join(row[3] for row in store._connect().execute(

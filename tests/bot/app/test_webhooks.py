@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 import pytest
 from werkzeug.test import EnvironBuilder, run_wsgi_app
 
-from bot.app import read_body
-from bot.webhooks import (MAX_BODY_BYTES, MAX_JSON_DEPTH, Delivery, parse_delivery, route, signature_for,
+from bot.app.factory import read_body
+from bot.app.intake import (MAX_BODY_BYTES, MAX_JSON_DEPTH, Delivery, parse_delivery, route, signature_for,
                           verify_signature)
 
 from .conftest import FORM, SECRET, drain, webhook_payload

@@ -1,0 +1,1 @@
+"""The GitHub App: intake, features, dispatch, the store, the one GitHub client."""

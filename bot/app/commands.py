@@ -1,0 +1,176 @@
+"""Comment commands: parse `@pt2-triage <command> [argument]` and decide who may run it (pure).
+
+The table of commands is data (`bot/rules/commands.yaml`). Parsing is tolerant the way people
+write: any case, punctuation after the mention, words around the command ("@pt2-triage please run
+this on gpu"). It is strict where it matters: quoted lines and code blocks are not commands (so
+quoting one does not run it twice), and only the first command of a comment counts.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from bot.core.markdown import code_span
+from bot.app.repo_config import RepoConfig
+
+ARG_KINDS = ("none", "device", "category", "path")
+DEVICE_WORDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
+FILLER_WORDS = {"please", "pls", "the", "this", "on", "a", "again", "to", "with", "it", "can", "you", "now"}
+PATH_RE = re.compile(r"^[A-Za-z0-9_./-]+\.py$")
+FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+
+
+class CommandTableError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    usage: str
+    help: str
+    args: str
+    needs_write: bool
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    argument: str | None  # the device, category id or path; None when the command takes none
+    spec: CommandSpec
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A command that was meant but cannot run as written; `message` says how to write it."""
+
+    word: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+
+
+def load_commands(path: Path | None = None) -> dict[str, CommandSpec]:
+    """The command table by name and alias; a malformed table fails loudly at start-up."""
+    source = path or resources.files("bot.rules") / "commands.yaml"
+    return _parse_table(source.read_text(encoding="utf-8"), str(path or "bot/rules/commands.yaml"))
+
+
+@lru_cache(maxsize=1)
+def default_commands() -> dict[str, CommandSpec]:
+    return load_commands()
+
+
+def _parse_table(text: str, where: str) -> dict[str, CommandSpec]:
+    doc = yaml.safe_load(text) or {}
+    entries = doc.get("commands") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise CommandTableError(f"{where}: expected `commands:` with a list of commands")
+    table: dict[str, CommandSpec] = {}
+    for index, entry in enumerate(entries):
+        label = f"{where}: commands[{index}]"
+        missing = {"name", "usage", "help", "args", "needs_write"} - set(entry or {})
+        if missing:
+            raise CommandTableError(f"{label}: missing {', '.join(sorted(missing))}")
+        if entry["args"] not in ARG_KINDS:
+            raise CommandTableError(f"{label}: args must be one of {', '.join(ARG_KINDS)}")
+        spec = CommandSpec(str(entry["name"]).lower(), str(entry["usage"]), str(entry["help"]), entry["args"],
+                           bool(entry["needs_write"]), tuple(str(a).lower() for a in entry.get("aliases", ())))
+        for word in (spec.name, *spec.aliases):
+            if word in table:
+                raise CommandTableError(f"{label}: `{word}` is already a command or alias")
+            table[word] = spec
+    return table
+
+
+def command_lines(body: str) -> list[str]:
+    """The comment's lines that may carry a command: not quoted, not inside a code block."""
+    lines, fence = [], None
+    for line in body.replace("\r\n", "\n").split("\n"):
+        opener = FENCE_RE.match(line)
+        if fence:
+            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opener:
+            fence = opener.group(1)
+            continue
+        if line.lstrip().startswith(">"):
+            continue
+        lines.append(re.sub(r"`[^`]*`", " ", line))  # inline code is an example, not a request
+    return lines
+
+
+def parse_command(body: str, bot_name: str, table: dict[str, CommandSpec] | None = None,
+                  categories: frozenset[str] | set[str] = frozenset()) -> Command | Rejection | None:
+    """The first command addressed to `@bot_name` in a comment, a Rejection explaining how to fix
+    it, or None when the comment addresses no command to the bot."""
+    table = table if table is not None else default_commands()
+    mention = re.compile(rf"(?<![\w@/-])@{re.escape(bot_name)}(?![\w-])[\s:,]*(.*)", re.IGNORECASE)
+    for line in command_lines(body):
+        match = mention.search(line)
+        if not match:
+            continue
+        words = [w.strip(".,;:!?()\"'") for w in match.group(1).split()]
+        words = [w for w in words if w]
+        while words and words[0].lower() in FILLER_WORDS:
+            words.pop(0)
+        if not words:
+            return Rejection("", "no command given")
+        spec = table.get(words[0].lower())
+        if spec is None:
+            return Rejection(words[0], f"{code_span(words[0][:40])} is not a command I know")
+        return _with_argument(spec, words[1:], categories)
+    return None
+
+
+def _with_argument(spec: CommandSpec, rest: list[str], categories) -> Command | Rejection:
+    meaningful = [w for w in rest if w.lower() not in FILLER_WORDS]
+    if spec.args == "none":
+        return Command(spec.name, None, spec)
+    if spec.args == "device":
+        device = next((DEVICE_WORDS[w.lower()] for w in meaningful if w.lower() in DEVICE_WORDS), None)
+        return Command(spec.name, device, spec)
+    if not meaningful:
+        return Rejection(spec.name, f"`{spec.name}` needs an argument: {spec.usage}")
+    value = meaningful[0]
+    if spec.args == "category":
+        value = value.lower().replace("-", "_")
+        if categories and value not in categories:
+            return Rejection(spec.name, f"{code_span(value[:60])} is not a category; known: " + ", ".join(sorted(categories)))
+        return Command(spec.name, value, spec)
+    value = value.lstrip("./") if value.startswith("./") else value
+    if not PATH_RE.match(value) or value.startswith("/") or ".." in value.split("/"):
+        return Rejection(spec.name, f"`{spec.name}` needs a relative path to a .py test file, e.g. test/dynamo/test_repros.py")
+    return Command(spec.name, value, spec)
+
+
+def authorize(command: Command, login: str, permission: str, config: RepoConfig) -> Decision:
+    """Commands that spend runner time or write to the repo need write access (or the config's say-so)."""
+    if not command.spec.needs_write:
+        return Decision(True)
+    has_write = permission in ("admin", "maintain", "write")
+    if config.may_run(login, has_write):
+        return Decision(True)
+    return Decision(False, f"`{command.spec.name}` runs code on a triage runner or writes to the repository, "
+                           f"so it needs write access to this repository (yours: {permission or 'none'})")
+
+
+def help_rows(table: dict[str, CommandSpec] | None = None) -> list[CommandSpec]:
+    """Each command once, in table order (aliases folded)."""
+    seen, rows = set(), []
+    for spec in (table if table is not None else default_commands()).values():
+        if spec.name not in seen:
+            seen.add(spec.name)
+            rows.append(spec)
+    return rows

@@ -1,0 +1,156 @@
+"""Publishing a triage report on the trusted side: the one comment, the labels, the draft PR.
+
+Used by the App when a runner's `report.json` arrives and by `pt2-triage publish` (the Action's
+publish job). Deciding what to write is pure (`comment_for`, `labels_for`, `plan_test_change`);
+`publish_report` does the writes through `bot.app.github`, each of them idempotent, so publishing the
+same report twice changes nothing and a rerun's report updates the comment and the PR in place.
+"""
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass, replace
+
+from bot.pipeline.comment import COMMENT_MARKER, load_command_help, render_comment
+from bot.app.github import Comment, GitHub, PullRequest
+from bot.core.graph_breaks import GraphBreakRegistry
+from bot.core.markdown import inert_line
+from bot.pipeline.regress import add_method_to_file, required_imports
+from bot.core.render import render
+from bot.core.report import TriageReport
+from bot.core.ruleset import Ruleset
+
+log = logging.getLogger("pt2_triage.publish")
+
+BRANCH_TEMPLATE = "pt2-triage/issue-{number}"
+HUMAN_OVERRIDE_RULE = "human override"
+
+
+@dataclass(frozen=True)
+class TestChange:
+    """What the draft PR commits: the whole new text of one file."""
+
+    path: str
+    text: str
+    added_to_existing: bool
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    comment: Comment
+    labels: tuple[str, ...]
+    pull_request: PullRequest | None = None
+    pull_request_note: str | None = None  # why there is no PR, when there is none
+
+    def to_dict(self) -> dict:
+        return {"comment_url": self.comment.html_url, "comment_id": self.comment.id, "labels": list(self.labels),
+                "pr_url": self.pull_request.html_url if self.pull_request else None,
+                "pr_number": self.pull_request.number if self.pull_request else None,
+                "pr_note": self.pull_request_note}
+
+
+# ---------------------------------------------------------------- decisions (pure)
+
+def with_category_override(report: TriageReport, category: str | None) -> TriageReport:
+    """A maintainer's `category <id>` wins over the classifier, and says so in the report."""
+    if not category or category == report.classification.category:
+        return report
+    return replace(report, classification=replace(report.classification, category=category, rule=HUMAN_OVERRIDE_RULE))
+
+
+NEEDS_TRIAGE = "needs triage"
+
+
+def labels_for(report: TriageReport, ruleset: Ruleset) -> tuple[str, ...]:
+    """The labels a PyTorch maintainer would apply for the category (from categories.yaml); none of
+    them, and `needs triage`, while the verdict is unsure and no run has settled it."""
+    reproduced = report.reproduction is not None and report.reproduction.reproduced
+    if report.classification.unsure and not reproduced:
+        return (NEEDS_TRIAGE,)
+    return tuple(ruleset.categories[report.classification.category].labels)
+
+
+def comment_for(report: TriageReport, ruleset: Ruleset, registry: GraphBreakRegistry | None,
+                pull_request: PullRequest | None = None, fixed: bool = False) -> str:
+    return render_comment(report, ruleset, registry, commands=load_command_help(), fixed=fixed, pull_request=pull_request)
+
+
+def branch_for(issue_number: int) -> str:
+    return BRANCH_TEMPLATE.format(number=int(issue_number))
+
+
+def new_test_path(report: TriageReport, issue_number: int) -> str:
+    """Where a generated test goes when the suggested file is not in the repository."""
+    folder = posixpath.dirname(report.test_suggestion.path) if report.test_suggestion else "test"
+    return posixpath.join(folder or "test", f"test_pt2_triage_issue_{int(issue_number)}.py")
+
+
+def plan_test_change(report: TriageReport, issue_number: int, target_path: str | None,
+                     existing_text: str | None) -> TestChange | None:
+    """The file the draft PR commits: the method added to the existing suggested file when it is
+    there (and parses), else the standalone test file under a new name. None without a test."""
+    test = report.regression_test
+    if test is None:
+        return None
+    if target_path and existing_text is not None:
+        class_name = report.test_suggestion.test_class if report.test_suggestion else None
+        try:
+            return TestChange(target_path, add_method_to_file(existing_text, test.method_source, class_name,
+                                                              required_imports(test)), True)
+        except (ValueError, SyntaxError) as exc:
+            log.info("cannot add the test to %s (%s); committing it as a new file", target_path, exc)
+    return TestChange(new_test_path(report, issue_number), test.file_source, False)
+
+
+def pull_request_text(report: TriageReport, issue_number: int, change: TestChange, ruleset: Ruleset) -> tuple[str, str]:
+    category = ruleset.categories[report.classification.category]
+    test = report.regression_test
+    title = f"[pt2-triage] Regression test for #{int(issue_number)}: {inert_line(category.title, 80)}"
+    body = render("draft_pr.md.j2", report=report, issue_number=int(issue_number), change=change, test=test,
+                  category=category, inert_line=inert_line)
+    return title, body
+
+
+# ---------------------------------------------------------------- the writes
+
+def open_draft_pull(gh: GitHub, repo: str, issue_number: int, report: TriageReport, ruleset: Ruleset,
+                    test_file: str | None = None) -> tuple[PullRequest | None, str | None]:
+    """Branch `pt2-triage/issue-N` from the default branch, the test committed, one draft PR.
+
+    A rerun commits onto the same branch (only when the file changed) and edits the same PR.
+    Returns (PR, None) or (None, the reason there is none).
+    """
+    if report.regression_test is None:
+        return None, "no regression test was generated"
+    base = gh.default_branch(repo)
+    target = test_file or (report.test_suggestion.path if report.test_suggestion else None)
+    existing = gh.file_text(repo, target, ref=base) if target else None
+    change = plan_test_change(report, issue_number, target, existing[0] if existing else None)
+    branch = branch_for(issue_number)
+    base_sha = gh.branch_sha(repo, base)
+    if base_sha is None:
+        return None, f"the default branch {base} has no head commit"
+    gh.ensure_branch(repo, branch, base_sha)
+    verb = "Add" if not change.added_to_existing else "Add a test to"
+    gh.put_file(repo, change.path, change.text, branch,
+                f"{verb} {change.path}: regression test for #{int(issue_number)} (pt2-triage)")
+    title, body = pull_request_text(report, issue_number, change, ruleset)
+    return gh.upsert_draft_pull(repo, branch, base, title, body), None
+
+
+def publish_report(gh: GitHub, repo: str, issue_number: int, report: TriageReport, ruleset: Ruleset,
+                   registry: GraphBreakRegistry | None = None, *, draft_pr: bool = False,
+                   known_comment_id: int | None = None, category_override: str | None = None,
+                   test_file: str | None = None, apply_labels: bool = True, fixed: bool = False) -> PublishResult:
+    """Everything a finished report leads to, in an order where a failure part-way is safe to redo."""
+    report = with_category_override(report, category_override)
+    pull_request, note = (None, "draft PRs are off")
+    if draft_pr:
+        pull_request, note = open_draft_pull(gh, repo, issue_number, report, ruleset, test_file)
+    body = comment_for(report, ruleset, registry, pull_request, fixed=fixed)
+    comment = gh.upsert_comment(repo, issue_number, body, COMMENT_MARKER, known_id=known_comment_id)
+    labels = labels_for(report, ruleset) if apply_labels else ()
+    gh.add_labels(repo, issue_number, list(labels))
+    log.info("published %s#%s: comment %s, labels %s, PR %s", repo, issue_number, comment.id, labels,
+             pull_request.number if pull_request else note)
+    return PublishResult(comment, labels, pull_request, note)

@@ -1,0 +1,135 @@
+"""One verdict from all the evidence: the ranked rules, the code and prose features, the text model (pure).
+
+The order of trust, each step measured on held-out real reports (scripts/train_text_model.py):
+1. A decisive rule on the final error wins (an `Unsupported` raised by Dynamo is a graph break
+   whatever the title says; a missing C++ compiler is an install problem), if it was right on at
+   least `DECISIVE_MIN_PRECISION` of the held-out reports it fired on: a wrapper such as
+   `BackendCompilerFailed` fires on failures of every stage, so it is evidence, not a verdict. Its
+   confidence is that precision. The catch-all `not_pt2` rules (an error whose traceback never
+   enters the compiler) are evidence only: pasted tracebacks are often cut before the compiler's
+   frames.
+2. Otherwise the text model's distribution decides; it has read the title, the body, the code
+   features and which weak rules fired.
+3. `not_pt2` needs positive evidence. A report whose code calls the compiler, or whose error runs
+   through it, is never `not_pt2` unless the reporter says eager fails too. Any other report can be
+   `not_pt2`, but with more than `MENTIONED_NOT_PT2_CAP` only when something says so positively:
+   the reporter did not use the compiler or says eager fails too, the code uses TorchScript, FX
+   tracing or the legacy ONNX exporter, or the text never speaks of compiling at all.
+4. Context rules (patterns.yaml) re-file the verdict by the entry point the code calls: a
+   data-dependent guard inside torch.export is an export failure.
+5. A report that involves PT2 but whose best category has under `UNKNOWN_BELOW` probability is
+   `unknown` (with its alternatives): a vague "torch.compile hangs" names no stage.
+Confidence is calibrated so that it means the probability of being right; below the threshold
+fitted in training the verdict is `unsure` and names its top alternatives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from bot.core.features import Features
+from bot.core.records import Classification
+from bot.core.ruleset import ContextRule, Pattern
+from bot.core.textmodel import LearnedParts, ModelInput
+
+NOT_PT2 = "not_pt2"
+UNKNOWN = "unknown"
+MAX_ALTERNATIVES = 3
+DECISIVE_MIN_PRECISION = 0.75  # a decisive rule decides alone only if it was this often right on held-out reports
+# The model's best guess below this is no guess (held out: 0 of 6 right): PT2 is involved, no category fits.
+UNKNOWN_BELOW = 0.2
+MENTIONED_NOT_PT2_CAP = 0.75  # "not a compiler bug" without positive evidence stays a doubt
+NOT_PT2_EVIDENCE = ("prose:compiler_not_used", "prose:eager_fails_too", "mention:not_pt2_tooling", "entry:jit",
+                    "entry:fx_symbolic_trace", "entry:onnx_legacy")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the classifier found, before the decision."""
+
+    by_rules: Classification  # the ranked rules' own verdict
+    winner: Pattern | None  # the rule that decided it, if any
+    features: Features
+    pt2_trace: bool  # the final error passes through, or is raised by, the compiler stack
+    probabilities: Mapping[str, float] | None  # the text model's distribution, None without a model
+    model_input: ModelInput | None = None  # what the model read, for training and debugging
+
+    @property
+    def calls_pt2(self) -> bool:
+        """Strong evidence: the code calls the compiler, the error runs through it, or the report
+        shows code the compiler generated (an Inductor cache path, a `triton_poi_fused_*` kernel)."""
+        return self.pt2_trace or self.features.pt2_entry_point or self.features.has("trace:generated_code")
+
+    @property
+    def mentions_pt2(self) -> bool:
+        return self.calls_pt2 or self.features.has("mention:pt2")
+
+    @property
+    def positively_not_pt2(self) -> bool:
+        """Something in the report says the compiler is not the cause (see the module docstring)."""
+        if any(self.features.has(name) for name in NOT_PT2_EVIDENCE):
+            return True
+        return not self.mentions_pt2 and not self.features.has("mention:compiling")
+
+
+def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[ContextRule, ...] = ()) -> Classification:
+    """The verdict (pure). Without a trained model the rules alone decide, as before."""
+    if learned is None or evidence.probabilities is None:
+        return evidence.by_rules
+    winner = evidence.winner
+    raw = learned.rule_precision.get(winner.name, winner.confidence) if winner is not None else 0.0
+    if winner is not None and winner.decisive and raw >= DECISIVE_MIN_PRECISION:
+        category, how = winner.category, "rule"
+        probabilities = dict(evidence.probabilities)
+    else:
+        probabilities = dict(evidence.probabilities)
+        if evidence.calls_pt2 and not evidence.features.says_eager_fails_too:
+            probabilities.pop(NOT_PT2, None)  # it calls the compiler and nobody said eager fails too
+        category = max(probabilities, key=probabilities.get)
+        raw, how = probabilities[category], calibration_curve(evidence, category)
+        if raw / (sum(probabilities.values()) or 1.0) < UNKNOWN_BELOW and evidence.mentions_pt2:
+            category = UNKNOWN  # PT2 is involved and no category fits: the model is nearly uniform
+    confidence = learned.calibration(how, raw)
+    if category == NOT_PT2 and not evidence.positively_not_pt2:
+        confidence = min(confidence, MENTIONED_NOT_PT2_CAP)
+    category = refiled(category, evidence.features, context)
+    return _verdict(evidence, category, confidence, "rule" if how == "rule" else "model", probabilities, learned)
+
+
+def calibration_curve(evidence: Evidence, category: str) -> str:
+    """Which calibration curve a model verdict is read on: `not_pt2` verdicts have their own."""
+    return "model_not_pt2" if category == NOT_PT2 else "model"
+
+
+def refiled(category: str, features: Features, context: tuple[ContextRule, ...]) -> str:
+    """The first context rule that applies re-files the verdict to the entry point's category."""
+    for rule in context:
+        if category in rule.when and features.has(rule.feature):
+            return rule.category
+    return category
+
+
+def _verdict(evidence: Evidence, category: str, confidence: float, decided_by: str,
+             probabilities: Mapping[str, float], learned: LearnedParts) -> Classification:
+    ranked = sorted(probabilities.items(), key=lambda item: -item[1])
+    alternatives = tuple((c, round(p, 2)) for c, p in ranked[:MAX_ALTERNATIVES])
+    base = evidence.by_rules
+    runner_up = next((c for c, _ in ranked if c != category), None)
+    return replace(
+        base,
+        category=category,
+        confidence=round(confidence, 2),
+        signature=_with_category(base.signature, category),
+        rule=base.rule if decided_by == "rule" else None,
+        runner_up=runner_up,
+        decided_by=decided_by,
+        unsure=confidence < learned.calibration.unsure_below,
+        alternatives=alternatives,
+        features=tuple(sorted(evidence.features.names)),
+    )
+
+
+def _with_category(signature: str, category: str) -> str:
+    """Signatures start with the category; the rest (exception type, message) stays the rules'."""
+    rest = signature.split("|", 1)[1] if "|" in signature else signature
+    return f"{category}|{rest}"

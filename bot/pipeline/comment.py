@@ -1,0 +1,195 @@
+"""The one structured comment the bot keeps per issue or PR, rendered from a TriageReport.
+
+Pure: report in, markdown out. Everything that came from users or from the repro's output goes
+through `bot.core.markdown` (fences that cannot be closed early, mentions and HTML defused), and the
+comment always fits GitHub's 65,536-character limit: log excerpts are trimmed first, then the
+repro and the test, and the comment says what it trimmed.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import re2
+import yaml
+
+from bot.core.graph_breaks import GraphBreakEntry, GraphBreakRegistry
+from bot.core.markdown import code_span, details, fence, inert, inert_line, trim_lines
+from bot.core.records import Classification
+from bot.core.render import render
+from bot.core.report import TriageReport
+from bot.core.ruleset import Category, Ruleset
+
+COMMENT_MARKER = "<!-- pt2-triage:report -->"
+MAX_COMMENT_CHARS = 65_536
+# Budgets for the parts users control, tried in order until the comment fits.
+TRIM_STEPS = ((12_000, 20_000), (4_000, 12_000), (1_500, 6_000), (0, 2_500))
+GRAPH_BREAK_PAGE = "https://meta-pytorch.github.io/compile-graph-break-site/gb/{id}.html"
+CELEBRATIONS = (
+    "🎉 Fixed: the regression test passes now. Thanks to everyone who dug into this one!",
+    "✅ The repro no longer fails and the regression test passes. Nice work!",
+    "🚀 Verified fixed: the test that failed before passes on the latest run.",
+    "🥳 This one is fixed: same repro, no error, and the regression test is green.",
+    "🧹 Fixed and pinned down by a regression test. One fewer PT2 bug!",
+)
+VERIFICATION_LINES = {
+    "fails_same": "✅ fails now, for the same reason as the repro (it will pass once fixed)",
+    "fails_similar": "☑️ fails now with the same category, but another message",
+    "fails_differently": "⚠️ fails now, but for a different reason: review before merging",
+    "passes": "❌ passes already, so it would not catch this bug: review the assertion",
+    "not_run": "⏸️ not verified",
+}
+
+
+@dataclass(frozen=True)
+class ExcerptRules:
+    context: int
+    max_lines: int
+    patterns: dict[str, tuple[str, ...]]
+
+
+def load_excerpt_rules(path: Path | None = None) -> ExcerptRules:
+    source = path or resources.files("bot.rules") / "excerpts.yaml"
+    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
+    patterns = {cid: tuple(p) for cid, p in doc.get("categories", {}).items()}
+    for cid, regexes in patterns.items():
+        for regex in regexes:
+            re2.compile(regex)  # a bad pattern fails at load, naming itself in the traceback
+    return ExcerptRules(int(doc.get("context", 2)), int(doc.get("max_lines", 60)), patterns)
+
+
+def excerpt(text: str, patterns: tuple[str, ...], context: int, max_lines: int) -> str:
+    """The lines of `text` that match a pattern, each with `context` lines after; gaps marked `...`."""
+    if not patterns or not text:
+        return ""
+    combined = re2.compile("|".join(f"(?:{p})" for p in patterns))
+    lines = text.splitlines()
+    keep: set[int] = set()
+    quoted: set[str] = set()
+    for index, line in enumerate(lines):
+        if combined.search(line) and line not in quoted:  # a log repeats the error: quote it once
+            quoted.add(line)
+            keep.update(range(index, min(index + context + 1, len(lines))))
+    picked, previous = [], None
+    for index in sorted(keep):
+        if previous is not None and index != previous + 1:
+            picked.append("...")
+        picked.append(lines[index])
+        previous = index
+        if len(picked) >= max_lines:
+            picked.append("... (more matching lines in the run log)")
+            break
+    return "\n".join(picked)
+
+
+def celebration(report: TriageReport) -> str:
+    """A short, varied line for a verified fix; the same issue always gets the same one."""
+    key = f"{report.reference}|{report.issue_number}|{report.classification.signature}"
+    return CELEBRATIONS[int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(CELEBRATIONS)]
+
+
+def fix_verified(previous: TriageReport | None, current: TriageReport) -> bool:
+    """A later run shows the bug gone: it reproduced before, the same repro runs clean now, and the
+    regression test (when there is one) passes. A first run that does not reproduce is no fix."""
+    if previous is None or previous.reproduction is None or not previous.reproduction.reproduced:
+        return False
+    if current.reproduction is None or current.reproduction.status != "not_reproduced":
+        return False
+    return current.regression_test is None or current.regression_test.verification == "passes"
+
+
+def is_bot_comment(body: str | None) -> bool:
+    return bool(body) and body.lstrip().startswith(COMMENT_MARKER)
+
+
+def render_comment(report: TriageReport, ruleset: Ruleset, registry: GraphBreakRegistry | None = None, *,
+                   commands: tuple[tuple[str, str], ...] = (), fixed: bool = False, pull_request=None,
+                   excerpt_rules: ExcerptRules | None = None, max_chars: int = MAX_COMMENT_CHARS) -> str:
+    """The full comment. `fixed`: a later run found the bug gone (celebrate once, in the verdict).
+    `pull_request` (with `number` and `state`): the draft PR carrying the regression test."""
+    rules = excerpt_rules or load_excerpt_rules()
+    category = ruleset.categories[report.classification.category]
+    log_text = "\n".join(run.output_tail for run in (report.reproduction.runs if report.reproduction else ()))
+    excerpts = excerpt(log_text, rules.patterns.get(category.id, ()), rules.context, rules.max_lines)
+    for log_budget, code_budget in TRIM_STEPS:
+        body = _render(report, category, registry, commands, fixed, excerpts, log_budget, code_budget, pull_request)
+        if len(body) <= max_chars:
+            return body
+    note = "\n\n_(comment cut to GitHub's size limit)_\n"
+    return body[: max_chars - len(note)] + note
+
+
+def _render(report, category, registry, commands, fixed, excerpts, log_budget, code_budget, pull_request) -> str:
+    trimmed: list[str] = []
+    logs, dropped = trim_lines(excerpts, log_budget)
+    if dropped:
+        trimmed.append(f"{dropped} log lines")
+    repro = _trimmed_code(report.minimized.source if report.minimized else report.repro_source, code_budget,
+                          "repro", trimmed)
+    test = report.regression_test
+    test_source = _trimmed_code(test.file_source if test else None, code_budget, "test", trimmed)
+    graph_break = registry.get(report.classification.graph_break_id) if registry else None
+    return render("comment.md.j2", marker=COMMENT_MARKER, report=report, category=category,
+                  verdict=verdict_line(report), evidence=_evidence(report.classification),
+                  graph_break=_graph_break(graph_break), repro=repro, logs=logs, test=test, test_source=test_source,
+                  verification=VERIFICATION_LINES.get(test.verification, test.verification) if test else None,
+                  suggestion=report.test_suggestion, commands=commands, trimmed=trimmed, pull_request=pull_request,
+                  celebration=celebration(report) if fixed else None,
+                  fence=fence, inert=inert, inert_line=inert_line, details=details, code_span=code_span)
+
+
+def _trimmed_code(source: str | None, budget: int, what: str, trimmed: list[str]) -> str | None:
+    if source is None:
+        return None
+    kept, dropped = trim_lines(source, budget, keep="head")
+    if dropped:
+        trimmed.append(f"the last {dropped} lines of the {what} (full text in report.json)")
+    return kept
+
+
+def _evidence(classification: Classification) -> list[dict]:
+    return [{"line": e.line, "text": e.text} for e in classification.evidence[:3]]
+
+
+def _graph_break(entry: GraphBreakEntry | None) -> dict | None:
+    if entry is None:
+        return None
+    return {"id": entry.id, "type": entry.gb_type, "explanation": entry.explanation, "hints": entry.hints[:4],
+            "url": GRAPH_BREAK_PAGE.format(id=entry.id.lower())}
+
+
+def verdict_line(report: TriageReport) -> str:
+    """One line: what it is, how sure, and whether (and where) it reproduced."""
+    c = report.classification
+    where = ""
+    if report.machine and report.machine.torch_version:
+        device = report.reproduction.device if report.reproduction else "cpu"
+        where = f" on {device.upper() if device == 'cpu' else device} with torch {report.machine.torch_version}"
+    repro = report.reproduction
+    if repro is None:
+        reproduced = "not run yet"
+    elif repro.reproduced:
+        reproduced = f"reproduced ({repro.runs_reproduced}/{repro.runs_total} runs){where}"
+    else:
+        why = (repro.reason or repro.status).replace('_', ' ')
+        reproduced = f"not reproduced here ({why}){where}"
+    return f"confidence {c.confidence:.2f} · {reproduced}"
+
+
+def render_pending_comment(classification: Classification, ruleset: Ruleset, device: str,
+                           registry: GraphBreakRegistry | None = None) -> str:
+    """What the App posts on `pt2-triage` at once: the verdict from the text while a runner reproduces."""
+    category = ruleset.categories[classification.category]
+    graph_break = registry.get(classification.graph_break_id) if registry else None
+    return render("comment_pending.md.j2", marker=COMMENT_MARKER, classification=classification, category=category,
+                  device=device, evidence=_evidence(classification), graph_break=_graph_break(graph_break),
+                  inert_line=inert_line, code_span=code_span)
+
+
+def load_command_help(path: Path | None = None) -> tuple[tuple[str, str], ...]:
+    """(usage, help) for each comment command, from the App's command table (`rules/commands.yaml`)."""
+    source = path or resources.files("bot.rules") / "commands.yaml"
+    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
+    return tuple((str(entry["usage"]), str(entry["help"])) for entry in doc["commands"])

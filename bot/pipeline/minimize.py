@@ -1,0 +1,187 @@
+"""Minimize a failing repro (policy): keep shrinking while it still fails *the same way*.
+
+"The same way" = the run's classification has the original category and failure signature
+(bot/signature.py drops sizes, paths and line numbers, so shrinking a tensor keeps it). Slipping
+into another bug is never interesting: a NameError after a definition was deleted changes the
+signature, and user-level errors such as NameError or ImportError are refused outright.
+For categories whose failure text does not prove the compiler's part (`eager_clean` in
+categories.yaml: an `assert_close` message, a segfault) a candidate must also run clean with the
+compiler off, or `torch.testing.assert_close(torch.randn(1), torch.ones(1))` would pass for a
+minimized accuracy bug.
+The search itself is runners/reduce.py; every candidate runs in the sandbox (warm workers).
+"""
+from __future__ import annotations
+
+import ast
+import re
+import logging
+import tempfile
+from dataclasses import dataclass
+from typing import Callable
+
+from runners.reduce import ReduceStats, Reducer, count_tokens
+from runners.safefs import remove_tree
+from runners.sandbox import RunResult, RunSpec
+
+from bot.core.classify import Classifier
+from bot.core.records import Classification
+from bot.pipeline.reproduce import ALWAYS_ENV, output_text, reproduces
+from bot.core.signature import short_type
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[RunSpec], RunResult]
+# What a tensor-producing call may become while shrinking (the PT2 knowledge the generic reducer lacks).
+TENSOR_REPLACEMENTS = ("torch.randn(1)", "torch.randn(2, 2)", "torch.ones(1)", "torch.zeros(1)")
+SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "ModuleNotFoundError", "SyntaxError",
+                            "IndentationError", "TabError"})
+
+
+COMPILER_OFF = "import torch._dynamo\ntorch._dynamo.config.disable = True\n"
+
+
+def with_compiler_off(script: str) -> str:
+    """`script` with Dynamo disabled before its own code runs (torch.compile then returns the
+    function unchanged), placed after a docstring and `from __future__` imports, which must come first."""
+    try:
+        body = ast.parse(script).body
+    except SyntaxError:
+        return COMPILER_OFF + script
+    first = 0
+    for index, node in enumerate(body):
+        is_docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if is_docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            first = index + 1
+    if first == 0:
+        return COMPILER_OFF + script
+    lines = script.splitlines(keepends=True)
+    cut = body[first - 1].end_lineno
+    return "".join(lines[:cut]) + ("" if lines[cut - 1].endswith("\n") else "\n") + COMPILER_OFF + "".join(lines[cut:])
+
+
+class NotReproducible(Exception):
+    """The original script does not fail with a PT2 error here, so there is nothing to preserve."""
+
+
+@dataclass(frozen=True)
+class MinimizeResult:
+    source: str
+    original: Classification
+    final: Classification
+    stats: ReduceStats
+    checked_compiler_off: bool = False  # every accepted candidate also ran clean with the compiler off
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "original": self.original.to_dict(), "final": self.final.to_dict(),
+                "signature_preserved": self.final.signature == self.original.signature,
+                "checked_compiler_off": self.checked_compiler_off, "stats": self.stats.to_dict()}
+
+
+IMPORTS_TORCH_RE = re.compile(r"^\s*(?:import torch\b|from torch\b)", re.M)
+PT2_ENTRY_RE = re.compile(r"torch\.compile\b|\bcompile\(|torch\.export\b|\bexport\(|_dynamo\.optimize\(|aoti_compile_and_package"
+                          r"|aoti_load_package|torch\._inductor\.aot_compile|torch\._export\.aot_compile|\.compile\(")
+
+
+def keeps_pt2(script: str) -> bool:
+    """A candidate still imports torch and calls a PT2 entry point (torch.compile, torch.export,
+    AOTInductor): a shrink that prints a forged traceback without them is not the same repro."""
+    return bool(IMPORTS_TORCH_RE.search(script) and PT2_ENTRY_RE.search(script))
+
+
+def same_failure(target: Classification, candidate: Classification, run_status: str) -> bool:
+    """The policy: same category and signature, a real failure, and no user-level slippage."""
+    if run_status in ("timeout", "limit") or not reproduces(candidate, run_status):
+        return False
+    if short_type(candidate.exception_type) in SLIPPAGE_TYPES:
+        return False
+    return candidate.category == target.category and candidate.signature == target.signature
+
+
+def tidy(source: str) -> str:
+    """`ast.unparse` output laid out like a hand-written script: two blank lines around top-level defs."""
+    body = ast.parse(source).body
+    is_def = lambda node: isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))  # noqa: E731
+    parts: list[str] = []
+    for index, node in enumerate(body):
+        if index and (is_def(node) or is_def(body[index - 1])):
+            parts.append("\n\n")
+        parts.append(unparse(node) + "\n")
+    return "".join(parts)
+
+
+CLASS_HEADER_GAP = re.compile(r"^([ \t]*class [^\n]*:\n)\n", re.MULTILINE)
+
+
+def unparse(node: ast.AST) -> str:
+    """`ast.unparse` without the blank line it puts between a `class ...:` line and its first method."""
+    return CLASS_HEADER_GAP.sub(r"\1", ast.unparse(node))
+
+
+class Minimizer:
+    def __init__(self, classifier: Classifier, runner: Runner, *, budget_s: float = 600, timeout_s: float = 120,
+                 parallelism: int = 1, gpu: bool = False):
+        self.gpu = gpu  # candidates see the GPU (a CUDA repro)
+        self.classifier = classifier
+        self.runner = runner
+        self.budget_s = budget_s
+        self.timeout_s = timeout_s
+        self.parallelism = parallelism
+        self.cache_dir: str | None = None
+
+    def classify_run(self, script: str) -> tuple[Classification, RunResult]:
+        result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.timeout_s, cache_dir=self.cache_dir,
+                                     gpu=self.gpu))
+        return self.classifier.classify_text(output_text(result), context=script), result
+
+    def fails_same(self, target: Classification, script: str) -> bool:
+        classification, run = self.classify_run(script)
+        return same_failure(target, classification, run.status)
+
+    def is_interesting(self, original: Classification, candidate: str, check_compiler_off: bool) -> bool:
+        """The reducer's predicate: `candidate` keeps `import torch` and a PT2 entry point, fails as
+        `original` did, and (when checked) only with the compiler on. The runs happen only for
+        candidates that pass the checks before them."""
+        if not keeps_pt2(candidate):
+            return False
+        if not self.fails_same(original, candidate):
+            return False
+        return not (check_compiler_off and self.fails_same(original, with_compiler_off(candidate)))
+
+    def needs_compiler_off_check(self, original: Classification, script: str) -> bool:
+        """Whether candidates must also run clean with the compiler off: the category asks for it,
+        and the original passes that check (when it fails the same way without the compiler too,
+        the check cannot tell candidates apart, and the failure is likely not the compiler's)."""
+        category = self.classifier.ruleset.categories.get(original.category)
+        if category is None or not category.eager_clean:
+            return False
+        if self.fails_same(original, with_compiler_off(script)):
+            log.warning("the script fails the same way with the compiler off; not checking candidates that way")
+            return False
+        return True
+
+    def minimize(self, script: str) -> MinimizeResult:
+        self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")
+        try:
+            original, result = self.classify_run(script)
+            if not keeps_pt2(script):
+                raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
+            if not reproduces(original, result.status):
+                raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
+            log.info("minimizing a %s failure: %s", original.category, original.signature)
+            check_compiler_off = self.needs_compiler_off_check(original, script)
+
+            def interesting(candidate: str) -> bool:
+                return self.is_interesting(original, candidate, check_compiler_off)
+
+            replacements = TENSOR_REPLACEMENTS if "torch" in script else ()
+            reduced = Reducer(interesting, budget_s=self.budget_s, parallelism=self.parallelism,
+                              replacements=replacements).reduce(script)
+            source = tidy(reduced.source) if reduced.source != script else script
+            if source != reduced.source and not interesting(source):
+                source = reduced.source  # tidying must not change behaviour; keep the proven text
+            final, _ = self.classify_run(source)
+            reduced.stats.tokens_after = count_tokens(source)
+            reduced.stats.lines_after = len(source.splitlines())
+            return MinimizeResult(source, original, final, reduced.stats, check_compiler_off)
+        finally:
+            remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it

@@ -1,0 +1,223 @@
+"""The full local triage: extract → classify → reproduce → minimize → suggest → regress → report.
+
+Each stage is a call into the module that owns it; this file only sequences them, times them and
+decides what to skip (no repro in the issue: nothing to run; not reproduced: nothing to minimize).
+Processes start only through the `runner` it is given (the sandbox, or warm workers).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from runners.sandbox import RunSpec
+
+from bot.pipeline import outdir
+from bot.core.classify import Classifier
+from bot.pipeline.comment import load_command_help, render_comment
+from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
+from bot.pipeline.minimize import Minimizer, NotReproducible
+from bot.core.records import Classification, TriageRequest
+from bot.pipeline.regress import add_method_to_file, generate, load_plans, required_imports, unified_patch, verification_verdict
+from bot.core.report import MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion, TriageReport
+from bot.pipeline.reproduce import ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text, record_reproduces
+from bot.pipeline.placement import FailureTouches, frames_of, load_refinements, read_checkout, suggest_test_file
+
+log = logging.getLogger(__name__)
+
+STAGES = ("extract", "classify", "reproduce", "minimize", "suggest", "regress", "write")  # in report.stage_seconds
+Progress = Callable[[str, str, float], None]  # (stage, what happened, seconds)
+
+
+@dataclass(frozen=True)
+class TriageOptions:
+    out_dir: Path
+    issue_number: int | None = None
+    pytorch_root: Path | None = None
+    device: str = "auto"
+    minimize_budget_s: float = 300
+    run_timeout_s: float = 300
+    minify_graph: bool = True
+    jobs: int = 2
+
+
+@dataclass
+class TriageRun:
+    """What the stages have produced so far."""
+
+    request: TriageRequest
+    script: str | None
+    text_classification: Classification
+    classification: Classification
+    reproduction: Reproduction | None = None
+    minimized: MinimizedRepro | None = None
+    suggestion: TestSuggestion | None = None
+    regression: RegressionTest | None = None
+    frames: tuple[str, ...] = ()
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def read_input(path: Path) -> tuple[str, str | None]:
+    """(issue text, script): a `.py` file is the repro itself; anything else is an issue's markdown."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return ("", text) if path.suffix == ".py" else (text, None)
+
+
+class Triage:
+    def __init__(self, classifier: Classifier, runner: Runner, machine: MachineEnvironment, options: TriageOptions,
+                 progress: Progress = lambda stage, note, seconds: None):
+        self.classifier = classifier
+        self.runner = runner
+        self.machine = machine
+        self.options = options
+        self.progress = progress
+
+    def triage(self, input_path: Path) -> TriageReport:
+        issue_text, script = read_input(input_path)
+        # a log-sized input: only its head is searched for code blocks (the classifier scans all of it)
+        request = request_from_text(issue_text[:MAX_MARKDOWN_CHARS], source="local_file", reference=str(input_path))
+        from_text = self.classifier.classify_text(issue_text)
+        run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text)
+        if run.script is not None and hasattr(self.runner, "prewarm"):
+            self.runner.prewarm()  # warm workers start while the cold diagnostic runs go on
+        self.timed(run, "extract", lambda r: f"{len(request.repro_scripts)} repro script(s) in the issue"
+                   if issue_text else "the input is a script")
+        self.timed(run, "classify", lambda r: f"from the text: {from_text.category} ({from_text.confidence:.2f})"
+                   if issue_text else "deferred to the run's output")
+        for name, step in (("reproduce", self.reproduce), ("minimize", self.minimize), ("suggest", self.suggest),
+                           ("regress", self.regress)):
+            self.timed(run, name, step)
+        self.timed(run, "write", lambda r: self.write(self.report(r)))
+        return self.report(run)
+
+    def timed(self, run: TriageRun, name: str, step: Callable[[TriageRun], str]) -> None:
+        started = time.monotonic()
+        line = step(run)
+        run.seconds[name] = round(time.monotonic() - started, 2)
+        self.progress(name, line, run.seconds[name])
+
+    # -- stages: each returns one line for the progress output ------------------------------------
+
+    def reproduce(self, run: TriageRun) -> str:
+        if run.script is None:
+            return "skipped: no runnable repro (a fenced Python block that imports torch) in the input"
+        options = ReproduceOptions(timeout_s=self.options.run_timeout_s, device=self.options.device,
+                                   minify_graph=self.options.minify_graph)
+        reproducer = Reproducer(self.classifier, self.runner, self.machine, options, self.options.out_dir)
+        issue_text = run.request.text or None
+        run.reproduction = reproducer.reproduce(run.script, issue_text)
+        run.classification = reproducer.final_classification(issue_text, run.reproduction)
+        run.script = reproducer.script_used or run.script  # with an obvious missing import added, if it needed one
+        deciding = next((r for r in run.reproduction.runs if record_reproduces(r)), None)
+        if deciding is not None:
+            run.frames = frames_of(self.classifier.final_error(deciding.output_tail))
+        return run.reproduction.summary
+
+    def minimize(self, run: TriageRun) -> str:
+        if not (run.reproduction and run.reproduction.reproduced and run.script):
+            return "skipped: nothing reproduced to minimize"
+        if not any(record_reproduces(r) for r in run.reproduction.runs):
+            return "skipped: a silent failure (measured by a differential run); the minimizer shrinks failing runs"
+        minimizer = Minimizer(self.classifier, self.runner, budget_s=self.options.minimize_budget_s,
+                              timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs,
+                              gpu=self.test_device(run) == "cuda")
+        try:
+            result = minimizer.minimize(run.script)
+        except NotReproducible as exc:
+            return f"skipped: {exc}"
+        stats = result.stats
+        run.minimized = MinimizedRepro(
+            source=result.source, signature_preserved=result.final.signature == result.original.signature,
+            lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
+            tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason)
+        return f"{stats.lines_before} → {stats.lines_after} lines in {stats.runs} runs ({stats.stop_reason})"
+
+    def suggest(self, run: TriageRun) -> str:
+        category = self.classifier.ruleset.categories[run.classification.category]
+        rules, never = load_refinements()
+        code = self.test_source(run) or ""
+        touches = FailureTouches(frames=run.frames, code=code, device=self.test_device(run))
+        checkout = None
+        if self.options.pytorch_root:
+            candidates = list(category.test_files) + [rule.file for rule in rules]
+            checkout = read_checkout(self.options.pytorch_root, candidates)
+        run.suggestion = suggest_test_file(category, touches, rules, never, checkout)
+        return f"{run.suggestion.path}: {run.suggestion.reason}" if run.suggestion else f"no test for {category.id}"
+
+    def regress(self, run: TriageRun) -> str:
+        plan = load_plans().get(run.classification.category)
+        source = self.test_source(run)
+        if plan is None or source is None:
+            return "skipped: " + ("no repro to turn into a test" if source is None else
+                                  f"no regression test for {run.classification.category}")
+        graph_break = self.classifier.registry.get(run.classification.graph_break_id) \
+            if self.classifier.registry and run.classification.category == "graph_break" else None
+        test = generate(source, run.classification, plan, device=self.test_device(run),
+                        issue_number=self.options.issue_number, graph_break_title=graph_break.gb_type if graph_break else None,
+                        reference=run.request.reference, torch_version=self.machine.torch_version)
+        verdict, sentence, signature = self.verify(run, test.file_source)
+        run.regression = RegressionTest(
+            test_name=test.test_name, class_name=test.class_name, assertion=test.assertion, device=test.device,
+            method_source=test.method_source, file_source=test.file_source, verification=verdict,
+            verification_note=sentence, failure_signature=signature, patch=self.patch(run, test))
+        return f"{test.class_name}.{test.test_name}: {sentence}"
+
+    def verify(self, run: TriageRun, test_source: str) -> tuple[str, str, str | None]:
+        """Run the generated test in the sandbox; it must fail now, like the repro."""
+        status = run.reproduction.status if run.reproduction else None
+        if status not in ("reproduced", "flaky", "not_reproduced"):  # not_reproduced: the test shows a fix
+            why = {"needs_gpu": "it needs a CUDA GPU; a GPU runner verifies it", None: "there was no repro to run"}
+            return "not_run", f"not run: {why.get(status, f'the repro run ended with {status}')}", None
+        result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=self.options.run_timeout_s,
+                                     gpu=self.test_device(run) == "cuda"))
+        got = self.classifier.classify_text(output_text(result), context=test_source)
+        verdict, sentence = verification_verdict(run.classification, got, result.status)
+        return verdict, sentence, got.signature if result.status != "ok" else None
+
+    def patch(self, run: TriageRun, test) -> str | None:
+        """A unified diff adding the method to the suggested file, when a checkout has that file."""
+        suggestion = run.suggestion
+        if not (self.options.pytorch_root and suggestion and suggestion.confirmed):
+            return None
+        path = suggestion.path
+        before = (self.options.pytorch_root / path).read_text(encoding="utf-8", errors="replace")
+        try:
+            after = add_method_to_file(before, test.method_source, suggestion.test_class, required_imports(test))
+        except (ValueError, SyntaxError) as exc:
+            log.warning("could not add the test to %s: %s", path, exc)
+            return None
+        return unified_patch(path, before, after)
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    def test_source(self, run: TriageRun) -> str | None:
+        return run.minimized.source if run.minimized else run.script
+
+    def test_device(self, run: TriageRun) -> str:
+        if run.reproduction:
+            return run.reproduction.device
+        return "cuda" if run.script and needs_gpu(run.script, self.options.device) else "cpu"
+
+    def report(self, run: TriageRun) -> TriageReport:
+        return TriageReport(
+            classification=run.classification, source="local_file", reference=run.request.reference,
+            reporter_environment=run.request.environment, machine=self.machine, reproduction=run.reproduction,
+            issue_number=self.options.issue_number, title=None, repro_source=run.script, minimized=run.minimized,
+            test_suggestion=run.suggestion, regression_test=run.regression, stage_seconds=dict(run.seconds))
+
+    def write(self, report: TriageReport) -> str:
+        out = self.options.out_dir
+        written = {"report.json": report.to_json(),
+                   "comment.md": render_comment(report, self.classifier.ruleset, self.classifier.registry,
+                                                commands=load_command_help())}
+        if report.minimized or report.repro_source:
+            written["repro_min.py"] = report.minimized.source if report.minimized else report.repro_source
+        if report.regression_test:
+            written["test_regression.py"] = report.regression_test.file_source
+            if report.regression_test.patch:
+                written["test.patch"] = report.regression_test.patch
+        for name, text in written.items():
+            outdir.write_text(out, name, text)
+        return ", ".join(written)
