@@ -15,7 +15,7 @@ from bot.pipeline.comment import COMMENT_MARKER, load_command_help, render_comme
 from bot.app.github import Comment, GitHub, PullRequest
 from bot.core.graph_breaks import GraphBreakRegistry
 from bot.core.markdown import inert_line
-from bot.pipeline.regress import add_method_to_file, required_imports
+from bot.pipeline.test_patch import add_method_to_file, required_imports
 from bot.core.render import render
 from bot.core.report import TriageReport
 from bot.core.ruleset import Ruleset

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from runners.reduce import ReduceStats, Reducer, count_tokens
+from bot.core.source import tidy
 from runners.safefs import remove_tree
 from runners.sandbox import RunResult, RunSpec
 
@@ -95,26 +96,6 @@ def same_failure(target: Classification, candidate: Classification, run_status: 
     if short_type(candidate.exception_type) in SLIPPAGE_TYPES:
         return False
     return candidate.category == target.category and candidate.signature == target.signature
-
-
-def tidy(source: str) -> str:
-    """`ast.unparse` output laid out like a hand-written script: two blank lines around top-level defs."""
-    body = ast.parse(source).body
-    is_def = lambda node: isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))  # noqa: E731
-    parts: list[str] = []
-    for index, node in enumerate(body):
-        if index and (is_def(node) or is_def(body[index - 1])):
-            parts.append("\n\n")
-        parts.append(unparse(node) + "\n")
-    return "".join(parts)
-
-
-CLASS_HEADER_GAP = re.compile(r"^([ \t]*class [^\n]*:\n)\n", re.MULTILINE)
-
-
-def unparse(node: ast.AST) -> str:
-    """`ast.unparse` without the blank line it puts between a `class ...:` line and its first method."""
-    return CLASS_HEADER_GAP.sub(r"\1", ast.unparse(node))
 
 
 class Minimizer:

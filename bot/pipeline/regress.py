@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from bot.pipeline.minimize import unparse
+from bot.core.source import unparse
 from bot.core.records import Classification
 from bot.core.report import RegressionTest
 from bot.core.render import render
@@ -356,53 +356,6 @@ def one_line(text: str, limit: int) -> str:
     """User text for a Python comment or string: one line, bounded."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-# -- adding to an existing file ------------------------------------------------------------------
-
-def add_method_to_file(file_source: str, method_source: str, class_name: str | None,
-                       imports: tuple[str, ...] = ()) -> str:
-    """`file_source` with the method appended to `class_name` (or its main test class) and `imports` ensured."""
-    tree = ast.parse(file_source)
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    target = next((c for c in classes if c.name == class_name), None)
-    if target is None:
-        from bot.pipeline.placement import main_test_class  # the same choice the suggestion made
-
-        target = next((c for c in classes if c.name == main_test_class(file_source)), None)
-    if target is None:
-        raise ValueError("the file has no test class to add the method to")
-    lines = file_source.splitlines()
-    insert_at = target.end_lineno
-    new_lines = lines[:insert_at] + [""] + method_source.rstrip("\n").splitlines() + lines[insert_at:]
-    return ensure_imports("\n".join(new_lines) + "\n", imports, tree)
-
-
-def ensure_imports(source: str, imports: tuple[str, ...], tree: ast.Module | None = None) -> str:
-    """Add `import x` lines the file lacks after its last top-level import (before any code)."""
-    present = set(source.splitlines())
-    missing = [line for line in imports if line not in present]
-    if not missing:
-        return source
-    tree = tree or ast.parse(source)
-    last_import = max((n.end_lineno for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
-    lines = source.splitlines()
-    return "\n".join(lines[:last_import] + missing + lines[last_import:]) + "\n"
-
-
-def required_imports(test: "GeneratedTest | RegressionTest") -> tuple[str, ...]:
-    """Module-level imports the method relies on (decorators are evaluated at class level).
-    Takes the freshly generated test or the one read back from report.json."""
-    needed = ["import torch"]
-    if test.device == "cuda":
-        needed.append("import unittest")
-    needed.extend(f"import {module}" for module in CONFIG_MODULES if f"@{module}.patch" in test.method_source)
-    return tuple(needed)
-
-
-def unified_patch(path: str, before: str, after: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
 
 
 # -- verifying -----------------------------------------------------------------------------------

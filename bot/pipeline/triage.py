@@ -20,7 +20,8 @@ from bot.pipeline.comment import load_command_help, render_comment
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.pipeline.minimize import Minimizer, NotReproducible
 from bot.core.records import Classification, TriageRequest
-from bot.pipeline.regress import add_method_to_file, generate, load_plans, required_imports, unified_patch, verification_verdict
+from bot.pipeline.regress import generate, load_plans, verification_verdict
+from bot.pipeline.test_patch import add_method_to_file, required_imports, unified_patch
 from bot.core.report import MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion, TriageReport
 from bot.pipeline.reproduce import ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text, record_reproduces
 from bot.pipeline.placement import FailureTouches, frames_of, load_refinements, read_checkout, suggest_test_file

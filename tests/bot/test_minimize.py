@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.pipeline.minimize import COMPILER_OFF, Minimizer, NotReproducible, same_failure, tidy, with_compiler_off
+from bot.core.source import tidy
+from bot.pipeline.minimize import COMPILER_OFF, Minimizer, NotReproducible, same_failure, with_compiler_off
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.sandbox import run

@@ -4,8 +4,8 @@ import ast
 import pytest
 
 from bot.core.records import Classification
-from bot.pipeline.regress import (add_method_to_file, generate, load_plans, required_imports, unified_patch,
-                         verification_verdict)
+from bot.pipeline.test_patch import add_method_to_file, required_imports, unified_patch
+from bot.pipeline.regress import generate, load_plans, verification_verdict
 
 PLANS = load_plans()
 FAIL = Classification("backend_compiler_failed", 0.98, "backend_compiler_failed|InductorError|CppCompileError")
