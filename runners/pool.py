@@ -5,13 +5,18 @@ compiled kernels whichever worker they land on; each run still sees only its own
 """
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import tempfile
+import threading
+from contextlib import ExitStack
 
 from . import safefs, sandbox
 from .sandbox import RunResult, RunSpec
-from .worker import WarmWorker
+from .worker import WarmWorker, WorkerUnavailable, warm_safe_env
+
+log = logging.getLogger(__name__)
 
 
 class WarmPool:
@@ -51,3 +56,43 @@ class WarmPool:
             return worker.run(spec, cuda)
         finally:
             self.free.put(worker)
+
+
+def lazy_runner(stack: ExitStack, warm_workers: int):
+    """A `RunSpec -> RunResult` callable: cold sandboxed runs (0 workers), or that many warm workers.
+
+    The pool starts on the first run that could use it, or earlier in the background when the
+    caller knows runs are coming (`runner.prewarm()`, while cold diagnostic runs go on); runs that
+    must be cold never wait for it, and if it cannot start everything runs cold. `stack` owns it."""
+    if warm_workers < 1:
+        return sandbox.run
+    pool: list = []
+    ready = threading.Event()
+    lock = threading.Lock()
+
+    def start() -> None:
+        try:
+            pool.append(stack.enter_context(WarmPool(warm_workers, unsafe_no_sandbox=sandbox.unsafe_fallback_needed())).run)
+        except WorkerUnavailable as exc:
+            log.warning("warm workers unavailable (%s); running cold", exc)
+            pool.append(sandbox.run)
+        finally:
+            ready.set()
+
+    def prewarm() -> None:
+        with lock:
+            if not pool and not getattr(prewarm, "thread", None):
+                prewarm.thread = threading.Thread(target=start, name="warm-pool-start", daemon=True)
+                prewarm.thread.start()
+                stack.callback(prewarm.thread.join)  # never leave a half-started pool behind
+
+    def run(spec: RunSpec) -> RunResult:
+        spec = sandbox.effective(spec)  # as the pool runs it, when the unsafe fallback is in use
+        if spec.argv is not None or not warm_safe_env(spec.env):
+            return sandbox.run(spec)  # would run cold anyway: do not wait for the pool
+        prewarm()
+        ready.wait()
+        return pool[0](spec)
+
+    run.prewarm = prewarm
+    return run

@@ -6,7 +6,6 @@ import json
 import logging
 import mmap
 import sys
-import threading
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -253,47 +252,11 @@ def graph_minifier(classifier: Classifier, script: str, category_id: str) -> dic
 
 
 def make_runner(stack: ExitStack, warm_workers: int):
-    """Cold sandboxed runs (0), or that many warm fork-servers.
+    """The runner the pipeline stages get: cold sandboxed runs (0), or that many warm workers,
+    started lazily (runners/pool.py `lazy_runner`)."""
+    from runners.pool import lazy_runner
 
-    The pool starts on the first run that could use it, or earlier in the background when the
-    caller knows runs are coming (`runner.prewarm()`, while cold diagnostic runs go on); runs that
-    must be cold never wait for it, and if it cannot start everything runs cold."""
-    from runners import sandbox
-    from runners.pool import WarmPool
-    from runners.worker import WorkerUnavailable, warm_safe_env
-
-    if warm_workers < 1:
-        return sandbox.run
-    pool: list = []
-    ready = threading.Event()
-    lock = threading.Lock()
-
-    def start() -> None:
-        try:
-            pool.append(stack.enter_context(WarmPool(warm_workers, unsafe_no_sandbox=sandbox.unsafe_fallback_needed())).run)
-        except WorkerUnavailable as exc:
-            log.warning("warm workers unavailable (%s); running cold", exc)
-            pool.append(sandbox.run)
-        finally:
-            ready.set()
-
-    def prewarm() -> None:
-        with lock:
-            if not pool and not getattr(prewarm, "thread", None):
-                prewarm.thread = threading.Thread(target=start, name="warm-pool-start", daemon=True)
-                prewarm.thread.start()
-                stack.callback(prewarm.thread.join)  # never leave a half-started pool behind
-
-    def run(spec):
-        spec = sandbox.effective(spec)  # as the pool runs it, when the unsafe fallback is in use
-        if spec.argv is not None or not warm_safe_env(spec.env):
-            return sandbox.run(spec)  # would run cold anyway: do not wait for the pool
-        prewarm()
-        ready.wait()
-        return pool[0](spec)
-
-    run.prewarm = prewarm
-    return run
+    return lazy_runner(stack, warm_workers)
 
 
 def sandbox_fallback(args: argparse.Namespace) -> bool:
