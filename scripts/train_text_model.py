@@ -179,13 +179,13 @@ def smoothed_isotonic(raw: list[float], right: list[int]) -> list[list[float]]:
     return points
 
 
-def combined_outcomes(cases, evidences, probabilities, learned_stub, context):
+def combined_outcomes(cases, evidences, probabilities, learned_stub, ruleset):
     """(curve, raw confidence, right, verdict) of each case's combined verdict, with identity calibration."""
     outcomes = []
     for case, evidence, probs in zip(cases, evidences, probabilities):
         verdict = combine.decide(combine.Evidence(evidence.by_rules, evidence.winner, evidence.features,
-                                                  evidence.pt2_trace, probs), learned_stub, context)
-        how = "rule" if verdict.decided_by == "rule" else combine.calibration_curve(evidence, verdict.category)
+                                                  evidence.pt2_trace, probs), learned_stub, ruleset)
+        how = "rule" if verdict.decided_by == "rule" else combine.calibration_curve(verdict.category, ruleset)
         outcomes.append((how, verdict.confidence, int(verdict.category == case["category"]), verdict.category))
     return outcomes
 
@@ -195,7 +195,7 @@ def stub(model_json: dict, precisions: dict[str, float]):
                           "rule_precision": precisions}, {"intercept": [0.0]})
 
 
-def cross_validated(cases, inputs, evidences, precisions, c, context) -> list[tuple]:
+def cross_validated(cases, inputs, evidences, precisions, c, ruleset) -> list[tuple]:
     from sklearn.model_selection import StratifiedKFold
 
     labels = [case["category"] for case in cases]
@@ -208,7 +208,7 @@ def cross_validated(cases, inputs, evidences, precisions, c, context) -> list[tu
         for index, probs in zip(held_index, model.predict([inputs[i] for i in held_index])):
             probabilities[index] = probs
     learned = stub({"classes": ["x"], "blocks": []}, precisions)  # decide() reads no weights
-    return combined_outcomes(cases, evidences, probabilities, learned, context)
+    return combined_outcomes(cases, evidences, probabilities, learned, ruleset)
 
 
 def main() -> None:
@@ -222,7 +222,7 @@ def main() -> None:
     evidences = [classifier.report_evidence(case["body"].encode("utf-8", "surrogateescape")) for case in cases]
     inputs = [evidence.model_input for evidence in evidences]
     precisions = rule_precision(cases, evidences)
-    context = classifier.ruleset.context
+    ruleset = classifier.ruleset
 
     global BLOCKS
     scores = {}
@@ -230,14 +230,14 @@ def main() -> None:
         for title_scale in TITLE_SCALES:
             for signal_scale in SIGNAL_SCALES:
                 BLOCKS = blocks(title_scale, signal_scale)
-                outcomes = cross_validated(cases, inputs, evidences, precisions, c, context)
+                outcomes = cross_validated(cases, inputs, evidences, precisions, c, ruleset)
                 scores[(c, title_scale, signal_scale)] = sum(o[2] for o in outcomes) / len(outcomes)
                 print(f"C={c:g} title={title_scale:g} signals={signal_scale:g}: cross-validated combined accuracy "
                       f"{scores[(c, title_scale, signal_scale)]:.3f}", file=sys.stderr)
     best = max(scores, key=lambda k: (round(scores[k], 4), -k[0], k[1], -k[2]))
     best_c = best[0]
     BLOCKS = blocks(best[1], best[2])
-    outcomes = cross_validated(cases, inputs, evidences, precisions, best_c, context)
+    outcomes = cross_validated(cases, inputs, evidences, precisions, best_c, ruleset)
 
     if args.errors:
         for case, (how, raw, right, verdict) in zip(cases, outcomes):

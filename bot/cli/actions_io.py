@@ -120,7 +120,7 @@ def annotations(report: TriageReport, repro_file: str | None, category_title: st
     headline = classification.evidence[0].text.strip() if classification.evidence else classification.signature
     title = f"PT2 triage: {category_title} ({classification.confidence:.0%})"
     found = []
-    if classification.category != "not_pt2":
+    if classification.is_pt2:
         level = "error" if not reproduction or reproduction.reproduced else "warning"
         where = line or (repro_line(report) if repro_file else None)
         found.append(Annotation(level, title, headline, repro_file, where))

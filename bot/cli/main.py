@@ -137,7 +137,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         verdict = classifier.classify_text(case["body"], report=case.get("source") != "recorded")
         outcomes.append(Outcome(str(case.get("url") or case["id"]), case["category"], verdict.category,
                                 verdict.confidence, verdict.unsure))
-    report = evaluate(outcomes)
+    report = evaluate(outcomes, not_pt2=classifier.ruleset.not_pt2)
     table = render("eval.txt.j2", report=report, title=str(path), show_mistakes=args.mistakes)
     if args.json:
         print(table, end="", file=sys.stderr)

@@ -45,7 +45,6 @@ PT2_TYPE_RE = re.compile(r"^torch\.(?:_dynamo|_inductor|_export|export|fx\.exper
 PT2_MESSAGE_RE = re.compile(r"backend='?\w+'? raised|torch\._dynamo|torch\._inductor|TorchDynamo|[Ii]nductor|torch\.compile")
 PT2_CODE_RE = re.compile(r"torch\.compile|torch\._dynamo|torch\._inductor|torch\.export|aoti_|@torch\.compile|compiled")
 COMPILE_ERROR_LINE_RE = re.compile(r"(?:^|\s)(?:[^\s:]+:\d+:\d+: )?(?:fatal )?error: .+")
-GRAPH_BREAK_ID_CATEGORIES = ("graph_break", "recompilation", "dynamic_shapes", "export_failure", "unknown")
 MAX_REGION_BYTES = 4 << 20
 MAX_EVIDENCE = 8
 CODE_SCOPE_MAX_BYTES = 2 << 20
@@ -165,13 +164,13 @@ class Classifier:
             report = not context and len(buf) <= MAX_REPORT_BYTES
         if not report or self.learned is None:
             return found.by_rules
-        return combine.decide(self.report_evidence(buf, found), self.learned, self.ruleset.context)
+        return combine.decide(self.report_evidence(buf, found), self.learned, self.ruleset)
 
     def report_evidence(self, buf: bytes, found: "RuleFindings | None" = None, with_model: bool = True) -> combine.Evidence:
         """Everything the verdict on a report is decided from (training reads `words` from here)."""
         found = found or self._by_rules(buf, "")
         text = decode(buf[:MAX_REPORT_BYTES])
-        features = extract_features(text)
+        features = extract_features(text, self.ruleset.features)
         signals = model_signals(found.matches, features, found.chain, found.facts) + self._anywhere(text)
         title = report_title(text)
         given = ModelInput(tuple(tokens(text)), tuple(tokens(title)), tuple(signals), tuple(char_ngrams(title)),
@@ -258,16 +257,17 @@ class Classifier:
             rule=winner.pattern.name,
             exception_type=chain.final.type_name if chain else None,
             runner_up=runner_up,
+            is_pt2=self.ruleset.categories[category].pt2,
         )
 
     def _fallback(self, scan: ScanResult, chain: ExceptionChain | None, facts: Facts) -> Classification:
         """No rule matched: `unknown` if something PT2 failed, else `not_pt2`."""
         failed = chain is not None or bool(scan.failing_tests)
         involved = facts.pt2_frames or facts.pt2_types or facts.pt2_code  # an issue's own code, not its prose
-        category = "unknown" if failed and involved else "not_pt2"
+        category = self.ruleset.fallback if failed and involved else self.ruleset.not_pt2
         head = chain.final.head if chain else (scan.failing_tests[0] if scan.failing_tests else "no error found")
         evidence = (Evidence(chain.final.line, chain.final.head),) if chain else ()
-        confidence = 0.5 if category == "unknown" else (0.6 if chain else 0.8)
+        confidence = 0.5 if category == self.ruleset.fallback else (0.6 if chain else 0.8)
         return Classification(
             category=category,
             confidence=confidence,
@@ -275,12 +275,13 @@ class Classifier:
             evidence=evidence,
             rule=None,
             exception_type=chain.final.type_name if chain else None,
+            is_pt2=self.ruleset.categories[category].pt2,
         )
 
     def _graph_break_id(self, category: str, chain: ExceptionChain | None, scan: ScanResult,
                         evidence: tuple[Evidence, ...]) -> str | None:
         """The GB id of the break that decided: from the final exception, else the first one logged."""
-        if self.registry is None or category not in GRAPH_BREAK_ID_CATEGORIES:
+        if self.registry is None or not self.ruleset.categories[category].graph_break_ids:
             return None
         lines = [line for exc in (chain.exceptions if chain else ()) for line in exc.message.split("\n")[:40]]
         lines.extend(e.text for e in evidence)

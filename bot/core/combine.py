@@ -29,11 +29,9 @@ from typing import Mapping
 
 from bot.core.features import Features
 from bot.core.records import Classification
-from bot.core.ruleset import ContextRule, Pattern
+from bot.core.ruleset import ContextRule, Pattern, Ruleset
 from bot.core.textmodel import LearnedParts, ModelInput
 
-NOT_PT2 = "not_pt2"
-UNKNOWN = "unknown"
 MAX_ALTERNATIVES = 3
 DECISIVE_MIN_PRECISION = 0.75  # a decisive rule decides alone only if it was this often right on held-out reports
 # The model's best guess below this is no guess (held out: 0 of 6 right): PT2 is involved, no category fits.
@@ -72,7 +70,7 @@ class Evidence:
         return not self.mentions_pt2 and not self.features.has("mention:compiling")
 
 
-def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[ContextRule, ...] = ()) -> Classification:
+def decide(evidence: Evidence, learned: LearnedParts | None, ruleset: Ruleset) -> Classification:
     """The verdict (pure). Without a trained model the rules alone decide, as before."""
     if learned is None or evidence.probabilities is None:
         return evidence.by_rules
@@ -84,21 +82,22 @@ def decide(evidence: Evidence, learned: LearnedParts | None, context: tuple[Cont
     else:
         probabilities = dict(evidence.probabilities)
         if evidence.calls_pt2 and not evidence.features.says_eager_fails_too:
-            probabilities.pop(NOT_PT2, None)  # it calls the compiler and nobody said eager fails too
+            probabilities.pop(ruleset.not_pt2, None)  # it calls the compiler and nobody said eager fails too
         category = max(probabilities, key=probabilities.get)
-        raw, how = probabilities[category], calibration_curve(evidence, category)
+        raw, how = probabilities[category], calibration_curve(category, ruleset)
         if raw / (sum(probabilities.values()) or 1.0) < UNKNOWN_BELOW and evidence.mentions_pt2:
-            category = UNKNOWN  # PT2 is involved and no category fits: the model is nearly uniform
+            category = ruleset.fallback  # PT2 is involved and no category fits: the model is nearly uniform
     confidence = learned.calibration(how, raw)
-    if category == NOT_PT2 and not evidence.positively_not_pt2:
+    if category == ruleset.not_pt2 and not evidence.positively_not_pt2:
         confidence = min(confidence, MENTIONED_NOT_PT2_CAP)
-    category = refiled(category, evidence.features, context)
-    return _verdict(evidence, category, confidence, "rule" if how == "rule" else "model", probabilities, learned)
+    category = refiled(category, evidence.features, ruleset.context)
+    return _verdict(evidence, category, confidence, "rule" if how == "rule" else "model", probabilities, learned,
+                    ruleset.categories[category].pt2)
 
 
-def calibration_curve(evidence: Evidence, category: str) -> str:
+def calibration_curve(category: str, ruleset: Ruleset) -> str:
     """Which calibration curve a model verdict is read on: `not_pt2` verdicts have their own."""
-    return "model_not_pt2" if category == NOT_PT2 else "model"
+    return "model_not_pt2" if category == ruleset.not_pt2 else "model"
 
 
 def refiled(category: str, features: Features, context: tuple[ContextRule, ...]) -> str:
@@ -110,7 +109,7 @@ def refiled(category: str, features: Features, context: tuple[ContextRule, ...])
 
 
 def _verdict(evidence: Evidence, category: str, confidence: float, decided_by: str,
-             probabilities: Mapping[str, float], learned: LearnedParts) -> Classification:
+             probabilities: Mapping[str, float], learned: LearnedParts, is_pt2: bool) -> Classification:
     ranked = sorted(probabilities.items(), key=lambda item: -item[1])
     alternatives = tuple((c, round(p, 2)) for c, p in ranked[:MAX_ALTERNATIVES])
     base = evidence.by_rules
@@ -126,6 +125,7 @@ def _verdict(evidence: Evidence, category: str, confidence: float, decided_by: s
         unsure=confidence < learned.calibration.unsure_below,
         alternatives=alternatives,
         features=tuple(sorted(evidence.features.names)),
+        is_pt2=is_pt2,
     )
 
 

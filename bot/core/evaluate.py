@@ -92,9 +92,10 @@ def coverage_curve(outcomes: list[Outcome], thresholds: Iterable[float] = THRESH
     return tuple(points)
 
 
-def evaluate(outcomes: Iterable[Outcome | tuple]) -> EvalReport:
+def evaluate(outcomes: Iterable[Outcome | tuple], not_pt2: str | None = None) -> EvalReport:
     """Score outcomes (or (case id, expected, predicted) triples): accuracy, per-category P/R/F1,
-    confusions, the accuracy/coverage curve and the confident not_pt2 mistakes."""
+    confusions, the accuracy/coverage curve and, given the id of the not-PT2 verdict, the PT2
+    reports it was given with high confidence."""
     outcomes = [o if isinstance(o, Outcome) else Outcome(*o) for o in outcomes]
     labels = sorted({o.expected for o in outcomes} | {o.predicted for o in outcomes})
     per_category = {}
@@ -109,8 +110,8 @@ def evaluate(outcomes: Iterable[Outcome | tuple]) -> EvalReport:
     mistakes = tuple((o.case_id, o.expected, o.predicted, o.confidence) for o in wrong)
     confusions = tuple((e, p, n) for (e, p), n in Counter((o.expected, o.predicted) for o in wrong).most_common())
     unsure = [o for o in outcomes if o.unsure]
-    confident_not_pt2 = sum(1 for o in wrong if o.predicted == "not_pt2" and o.expected != "not_pt2"
-                            and o.confidence >= CONFIDENT_NOT_PT2)
+    confident_not_pt2 = sum(1 for o in wrong if o.predicted == not_pt2 and o.expected != not_pt2
+                            and o.confidence >= CONFIDENT_NOT_PT2) if not_pt2 else 0
     pairs = Counter((o.expected, o.predicted) for o in outcomes)
     matrix = tuple(tuple(pairs[(e, p)] for p in labels) for e in labels)
     return EvalReport(len(outcomes), _ratio(len(outcomes) - len(wrong), len(outcomes)), per_category, confusions,

@@ -2,7 +2,8 @@
 
 These are facts, not verdicts: "the repro calls torch.export", "it passes fullgraph=True", "the
 reporter says eager fails too". The classifier weighs them with the text model and the rules; the
-table of what to look for lives in rules/features.yaml, so adding one is a data change.
+table of what to look for lives in rules/features.yaml (read by the Ruleset), so adding one is a
+data change.
 
 A feature is found in the code the report shows (fenced blocks, indented code, inline `code`) and,
 for the ones marked `prose`, in the sentences around it. Tracebacks are not code: a frame in
@@ -12,39 +13,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Iterable
 
-import yaml
+from bot.core.tables import FeatureRule
 
 # Only the head of a log-sized input is read for features (an issue body is at most 64 KiB).
 MAX_FEATURE_CHARS = 1 << 20
 FRAME_LINE_RE = re.compile(r'^\s*File "[^"]+", line \d+|^File \S+:\d+, in |^\S+\.py:\d+: in ')
-
-
-@dataclass(frozen=True)
-class FeatureRule:
-    name: str
-    regex: re.Pattern
-    prose: bool  # also looked for outside code (phrases people write), not only in code
-    unless: re.Pattern | None = None  # a prose line that also matches this does not count
-    also: re.Pattern | None = None  # the whole text must also match this somewhere
-
-    def in_prose(self, prose: str) -> bool:
-        if self.unless is None:
-            return bool(self.regex.search(prose))
-        return any(not self.unless.search(prose, line_start(prose, m.start()), line_end(prose, m.end()))
-                   for m in self.regex.finditer(prose))
-
-
-def line_start(text: str, offset: int) -> int:
-    return text.rfind("\n", 0, offset) + 1
-
-
-def line_end(text: str, offset: int) -> int:
-    end = text.find("\n", offset)
-    return len(text) if end < 0 else end
 
 
 @dataclass(frozen=True)
@@ -73,21 +48,6 @@ class Features:
 NON_PT2_ENTRIES = frozenset({"entry:jit", "entry:fx_symbolic_trace", "entry:onnx_legacy"})
 
 
-@lru_cache(maxsize=1)
-def load_feature_rules() -> tuple[FeatureRule, ...]:
-    """rules/features.yaml, compiled once."""
-    text = resources.files("bot.rules").joinpath("features.yaml").read_text(encoding="utf-8")
-    doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
-    rules = []
-    for entry in doc["features"]:
-        flags = re.I if entry.get("ignore_case") else 0
-        unless = re.compile(entry["unless"], flags) if entry.get("unless") else None
-        also = re.compile(entry["also"], flags | re.M) if entry.get("also") else None
-        rules.append(FeatureRule(entry["name"], re.compile(entry["regex"], flags | re.M), bool(entry.get("prose")),
-                                 unless, also))
-    return tuple(rules)
-
-
 def split_code_and_prose(text: str) -> tuple[str, str]:
     """(code, prose) of a markdown text: fenced and indented blocks and inline `spans` are code;
     traceback frame lines are neither (they say where an error went, not what the user wrote)."""
@@ -112,12 +72,12 @@ def split_code_and_prose(text: str) -> tuple[str, str]:
     return "\n".join(code), "\n".join(prose)
 
 
-def extract_features(text: str, rules: Iterable[FeatureRule] | None = None) -> Features:
-    """The features of an issue or log head (pure)."""
+def extract_features(text: str, rules: Iterable[FeatureRule]) -> Features:
+    """The features of an issue or log head (pure); `rules` is the ruleset's feature table."""
     text = text[:MAX_FEATURE_CHARS]
     code, prose = split_code_and_prose(text)
     found = set()
-    for rule in rules if rules is not None else load_feature_rules():
+    for rule in rules:
         if rule.also is not None and not rule.also.search(text):
             continue
         if rule.regex.search(code) or (rule.prose and rule.in_prose(prose)):

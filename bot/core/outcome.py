@@ -4,19 +4,14 @@ A failure is what the launcher saw: a non-zero exit, a signal, an uncaught excep
 bootstrap. Text a run printed (warnings, TORCH_LOGS lines, a traceback printed by a handled
 exception, or one the script forged) is evidence, never a reproduction. Silent failures are measured
 by the in-run probe (compiled against eager on the same inputs, timings, recompiles) and judged here
-against the thresholds of rules/reproduction.yaml.
+against the thresholds of rules/reproduction.yaml (the Ruleset's `reproduction` table, passed in).
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-import yaml
-
-SILENT_KINDS = ("accuracy", "performance", "recompilation", "graph_break")
 MAX_RENDERED_FRAMES = 40
 
 
@@ -68,27 +63,23 @@ def evidence_text(result: Any) -> str:
 class SilentFinding:
     """One silent-failure measurement: what was measured and whether it is a reproduction."""
 
-    kind: str  # accuracy | performance | recompilation
+    kind: str  # the category it measures (a judge's name until the caller names the category)
     reproduced: bool
     summary: str
     numbers: Mapping[str, float] = field(default_factory=dict)
 
 
-@lru_cache(maxsize=1)
-def reproduction_rules() -> Mapping:
-    text = resources.files("bot.rules").joinpath("reproduction.yaml").read_text(encoding="utf-8")
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
-
-
-def silent_findings(probe: Mapping | None, kinds: tuple[str, ...], rules: Mapping | None = None) -> tuple[SilentFinding, ...]:
-    """The probe's measurements judged for the silent kinds asked for."""
+def silent_findings(probe: Mapping | None, checks: tuple[tuple[str, str], ...], rules: Mapping) -> tuple[SilentFinding, ...]:
+    """The probe's measurements judged for each (category, judge) asked for; `rules` is the
+    ruleset's reproduction table (its `silent` thresholds are keyed by judge)."""
     if not probe:
         return ()
-    rules = (rules or reproduction_rules())["silent"]
-    judges = {"accuracy": _accuracy, "performance": _performance, "recompilation": _recompilation,
-              "graph_break": _graph_breaks}
-    found = [judges[kind](probe, rules[kind]) for kind in kinds if kind in judges]
-    return tuple(f for f in found if f is not None)
+    found = []
+    for category, judge in checks:
+        finding = JUDGES[judge](probe, rules["silent"][judge])
+        if finding is not None:
+            found.append(replace(finding, kind=category))
+    return tuple(found)
 
 
 def _accuracy(probe: Mapping, rule: Mapping) -> SilentFinding | None:
@@ -106,8 +97,8 @@ def _accuracy(probe: Mapping, rule: Mapping) -> SilentFinding | None:
         summary = (f"compiled and eager differ on {len(differing)} of {len(compared)} calls{reference}: "
                    f"max abs error {numbers['max_abs']:.3g}, max rel error {numbers['max_rel']:.3g} "
                    f"(tolerance {rule['tolerance']:g})")
-        return SilentFinding("accuracy", True, summary, numbers)
-    return SilentFinding("accuracy", False, f"compiled matches eager on all {len(compared)} calls "
+        return SilentFinding("compare", True, summary, numbers)
+    return SilentFinding("compare", False, f"compiled matches eager on all {len(compared)} calls "
                          f"(max abs difference {numbers['max_abs']:.3g})", numbers)
 
 
@@ -125,7 +116,7 @@ def _performance(probe: Mapping, rule: Mapping) -> SilentFinding | None:
     ratio = compiled / eager if eager else float("inf")
     summary = (f"per call: compiled {compiled * 1e3:.3g} ms, eager {eager * 1e3:.3g} ms ({ratio:.2f}x); "
                f"first call (compile) {numbers['first_call_s']:.1f} s")
-    return SilentFinding("performance", slower or long_compile, summary, numbers)
+    return SilentFinding("timing", slower or long_compile, summary, numbers)
 
 
 def _recompilation(probe: Mapping, rule: Mapping) -> SilentFinding | None:
@@ -141,11 +132,11 @@ def _recompilation(probe: Mapping, rule: Mapping) -> SilentFinding | None:
     hit_limit = worst + 1 >= limit
     every_call = worst >= rule["min_recompiles"] and worst >= rule["every_call_ratio"] * (calls - 1)
     if worst_name is None:
-        return SilentFinding("recompilation", False, "no recompiles", numbers)
+        return SilentFinding("recompiles", False, "no recompiles", numbers)
     reasons = (counters.get("guard_failures") or {}).get(worst_name) or []
     first_reason = str(reasons[0]).split("\n", 1)[0] if reasons else "no guard failure recorded"
     summary = (f"`{worst_name}` recompiled {worst} time(s) (limit {limit}); first failing guard: {first_reason}")
-    return SilentFinding("recompilation", hit_limit or every_call, summary, numbers)
+    return SilentFinding("recompiles", hit_limit or every_call, summary, numbers)
 
 
 def _graph_breaks(probe: Mapping, rule: Mapping) -> SilentFinding | None:
@@ -156,10 +147,13 @@ def _graph_breaks(probe: Mapping, rule: Mapping) -> SilentFinding | None:
     reasons = [r for r in counters.get("graph_break_reasons") or [] if isinstance(r, str)]
     numbers = {"graph_breaks": count}
     if count < rule["min_graph_breaks"]:
-        return SilentFinding("graph_break", False, "no graph break", numbers)
+        return SilentFinding("graph_breaks", False, "no graph break", numbers)
     listed = "; ".join(f"`{r}`" for r in reasons[:3])
-    return SilentFinding("graph_break", True, f"{count} graph break(s) counted by Dynamo" + (f": {listed}" if listed else ""),
+    return SilentFinding("graph_breaks", True, f"{count} graph break(s) counted by Dynamo" + (f": {listed}" if listed else ""),
                          numbers)
+
+
+JUDGES = {"compare": _accuracy, "timing": _performance, "recompiles": _recompilation, "graph_breaks": _graph_breaks}
 
 
 # --- why a repro did not reproduce ---------------------------------------------------------------
@@ -171,13 +165,13 @@ class Reason:
     next_step: str = ""
 
 
-def reason_from_exception(exception: Mapping | None, rules: Mapping | None = None) -> Reason | None:
+def reason_from_exception(exception: Mapping | None, rules: Mapping) -> Reason | None:
     """A reason read from the exception a run ended with (rules/reproduction.yaml `not_reproduced`)."""
     if not exception:
         return None
     kind = str(exception.get("type") or "").rsplit(".", 1)[-1]
     message = str(exception.get("message") or "")
-    for rule in (rules or reproduction_rules())["not_reproduced"]:
+    for rule in rules["not_reproduced"]:
         if kind not in rule["exception"]:
             continue
         match = re.search(rule["message"], message)
@@ -196,10 +190,10 @@ def missing_name(exception: Mapping | None) -> str | None:
     return match.group(1) if match else None
 
 
-def with_obvious_import(script: str, name: str, rules: Mapping | None = None) -> str | None:
+def with_obvious_import(script: str, name: str, rules: Mapping) -> str | None:
     """The script with the obvious import of `name` added at the top (after a docstring and
     `__future__` imports), or None when `name` is not one of the obvious ones."""
-    statement = (rules or reproduction_rules())["obvious_imports"].get(name)
+    statement = rules["obvious_imports"].get(name)
     if statement is None or re.search(rf"^\s*{re.escape(statement)}\s*$", script, re.M):
         return None
     lines = script.split("\n")

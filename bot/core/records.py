@@ -127,6 +127,7 @@ class Classification:
     exception_type: str | None = None
     runner_up: str | None = None  # the best other category that also matched
     decided_by: str = "rule"  # "rule" (a decisive pattern), "model" (text model + features), "fallback"
+    is_pt2: bool = True  # False for the verdict that the compiler is not at fault (its category says `pt2: false`)
     unsure: bool = False  # the confidence is below the calibrated threshold: say so, label `needs triage`
     alternatives: tuple[tuple[str, float], ...] = ()  # the top categories with their probabilities
     features: tuple[str, ...] = ()  # what the report's code and prose showed (bot/features.py)

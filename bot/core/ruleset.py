@@ -5,7 +5,9 @@ entry and the field, raised at load time rather than as a surprise mid-triage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
@@ -13,37 +15,30 @@ from typing import Any, Mapping
 import re2
 import yaml
 
-CATEGORY_IDS = (
-    "graph_break",
-    "backend_compiler_failed",
-    "recompilation",
-    "accuracy",
-    "dynamo_internal_error",
-    "runtime_crash",
-    "triton_kernel_bug",
-    "export_failure",
-    "aoti_failure",
-    "aot_autograd_failure",
-    "dynamic_shapes",
-    "performance",
-    "not_pt2",
-    "unknown",
-)
+from bot.core.tables import (FORBIDDEN_TEST_FILES, ExcerptRules, FeatureRule, RulesError, TestFileRules, TestPlan,
+                             parse_excerpts, parse_features, parse_regression, parse_reproduction, parse_test_files)
+
+CATEGORY_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 SCOPES = ("exception", "message", "origin", "frames", "line", "code")
 DECISIVE_SCOPES = ("exception", "message", "origin", "frames")  # the final error, not any line of a log
 FACTS = ("pt2_context", "pt2_code", "pt2_frames", "no_pt2_frames", "exception", "no_exception")
-FORBIDDEN_TEST_FILES = ("test/dynamo/test_misc.py",)
 ARTIFACT_KINDS = ("trace", "compile_debug", "minifier")
-
-
-class RulesError(ValueError):
-    """A rules file is malformed; the message names the file, the entry and the field."""
 
 
 @dataclass(frozen=True)
 class Diagnostics:
     env: Mapping[str, str]
     note: str
+
+
+@dataclass(frozen=True)
+class Differential:
+    """A silent failure's measurement: the in-run probe's switches, the prose feature that asks for
+    it, and the judge (reproduction.yaml) that reads what the probe measured."""
+
+    probe: Mapping[str, bool]
+    prose: str
+    judge: str
 
 
 @dataclass(frozen=True)
@@ -59,6 +54,12 @@ class Category:
     artifacts: tuple[str, ...] = ()
     minifier_level: int | None = None
     eager_clean: bool = False  # the repro runs clean with the compiler off; minimizing must keep that
+    pt2: bool = True  # False for the one verdict that says the compiler is not at fault
+    fallback: bool = False  # True for the one verdict that says PT2 is involved but no category fits
+    graph_break_ids: bool = False  # the verdict carries torch's GBxxxx registry id
+    needs_gpu: bool = False  # reproducing it needs a GPU runner
+    regression_test: bool = True  # a regression test is generated for it
+    differential: Differential | None = None  # how a run that passed is measured for it (silent failures)
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,68 @@ class ContextRule:
 
 @dataclass(frozen=True)
 class Ruleset:
+    """Every rule table, for one rules directory: categories and patterns, read at once; the other
+    tables (tables.py) on first use, each checked against these categories."""
+
     categories: Mapping[str, Category]
     patterns: tuple[Pattern, ...]  # sorted: highest priority first, then file order
     context: tuple[ContextRule, ...] = ()
+    source: Any = field(default=None, compare=False, repr=False)  # the rules directory the other tables come from
+    where: str = "rules"
 
     def in_scope(self, scope: str) -> tuple[Pattern, ...]:
         return tuple(p for p in self.patterns if p.scope == scope)
+
+    @property
+    def not_pt2(self) -> str:
+        """The id of the verdict "not a compiler failure" (the category with `pt2: false`)."""
+        return next(c.id for c in self.categories.values() if not c.pt2)
+
+    @property
+    def fallback(self) -> str:
+        """The id of the verdict "PT2 is involved, no category fits" (`fallback: true`)."""
+        return next(c.id for c in self.categories.values() if c.fallback)
+
+    def is_pt2_category(self, category_id: str) -> bool:
+        """A specific PT2 category: neither the not-PT2 verdict nor the fallback."""
+        category = self.categories[category_id]
+        return category.pt2 and not category.fallback
+
+    def with_fact(self, fact: str) -> tuple[str, ...]:
+        """The ids of the categories for which a boolean fact (needs_gpu, graph_break_ids, ...) holds."""
+        return tuple(c.id for c in self.categories.values() if getattr(c, fact))
+
+    # -- the other tables, each read and checked once, on first use ----------------------------------
+
+    def _table(self, name: str) -> Any:
+        if self.source is None:
+            raise RulesError(f"{self.where}: this ruleset was built without a rules directory; cannot read {name}")
+        return _load_yaml(self.source / name, f"{self.where}/{name}")
+
+    @cached_property
+    def features(self) -> tuple[FeatureRule, ...]:
+        return parse_features(self._table("features.yaml"), f"{self.where}/features.yaml")
+
+    @cached_property
+    def regression_plans(self) -> Mapping[str, TestPlan]:
+        return parse_regression(self._table("regression.yaml"), self.categories, f"{self.where}/regression.yaml")
+
+    @cached_property
+    def test_files(self) -> TestFileRules:
+        return parse_test_files(self._table("test_files.yaml"), self.categories, f"{self.where}/test_files.yaml")
+
+    @cached_property
+    def excerpts(self) -> ExcerptRules:
+        return parse_excerpts(self._table("excerpts.yaml"), self.categories, f"{self.where}/excerpts.yaml")
+
+    @cached_property
+    def reproduction(self) -> Mapping:
+        return parse_reproduction(self._table("reproduction.yaml"), self.categories, f"{self.where}/reproduction.yaml")
+
+    def check_all(self) -> None:
+        """Read and check every table now."""
+        for table in ("features", "regression_plans", "test_files", "excerpts", "reproduction"):
+            getattr(self, table)
 
 
 def _require(cond: bool, where: str, message: str) -> None:
@@ -114,7 +171,7 @@ def _bool(value: Any, where: str) -> bool:
 
 def parse_category(cat_id: str, raw: Any, where: str) -> Category:
     where = f"{where}: category {cat_id!r}"
-    _require(cat_id in CATEGORY_IDS, where, f"unknown category id (known: {', '.join(CATEGORY_IDS)})")
+    _require(isinstance(cat_id, str) and bool(CATEGORY_ID_RE.match(cat_id)), where, "an id is lower_snake_case")
     _require(isinstance(raw, dict), where, "must be a mapping")
     for key in ("title", "summary", "diagnostics", "key_files", "next_steps", "test_files", "labels"):
         _require(key in raw, where, f"missing field {key!r}")
@@ -142,7 +199,26 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         artifacts=artifacts,
         minifier_level=minifier_level,
         eager_clean=_bool(raw.get("eager_clean", False), f"{where}.eager_clean"),
+        pt2=_bool(raw.get("pt2", True), f"{where}.pt2"),
+        fallback=_bool(raw.get("fallback", False), f"{where}.fallback"),
+        graph_break_ids=_bool(raw.get("graph_break_ids", False), f"{where}.graph_break_ids"),
+        needs_gpu=_bool(raw.get("needs_gpu", False), f"{where}.needs_gpu"),
+        regression_test=_bool(raw.get("regression_test", True), f"{where}.regression_test"),
+        differential=_differential(raw.get("differential"), f"{where}.differential"),
     )
+
+
+PROBE_SWITCHES = ("compare", "time", "counters")
+
+
+def _differential(raw: Any, where: str) -> Differential | None:
+    if raw is None:
+        return None
+    _require(isinstance(raw, dict) and isinstance(raw.get("probe"), dict) and isinstance(raw.get("prose"), str)
+             and isinstance(raw.get("judge"), str), where, "needs `probe` (switches), `prose` (a feature) and `judge`")
+    for switch, value in raw["probe"].items():
+        _require(switch in PROBE_SWITCHES and value is True, where, f"probe switches are {', '.join(PROBE_SWITCHES)}: true")
+    return Differential(probe=dict(raw["probe"]), prose=raw["prose"], judge=raw["judge"])
 
 
 def parse_pattern(raw: Any, order: int, where: str, categories: Mapping[str, Category]) -> Pattern:
@@ -184,8 +260,10 @@ def parse_ruleset(categories_doc: Any, patterns_doc: Any, *, where: str = "rules
              f"{where}/categories.yaml", "needs a top-level `categories` mapping")
     categories = {cid: parse_category(cid, raw, f"{where}/categories.yaml")
                   for cid, raw in categories_doc["categories"].items()}
-    missing = [cid for cid in CATEGORY_IDS if cid not in categories]
-    _require(not missing, f"{where}/categories.yaml", f"missing categories: {', '.join(missing)}")
+    for fact, value in (("pt2", False), ("fallback", True)):
+        having = [cid for cid, c in categories.items() if getattr(c, fact) is value]
+        _require(len(having) == 1, f"{where}/categories.yaml",
+                 f"exactly one category must say `{fact}: {str(value).lower()}` (found: {', '.join(having) or 'none'})")
     _require(isinstance(patterns_doc, dict) and isinstance(patterns_doc.get("patterns"), list),
              f"{where}/patterns.yaml", "needs a top-level `patterns` list")
     patterns = [parse_pattern(raw, i, f"{where}/patterns.yaml", categories)
@@ -220,10 +298,15 @@ def _load_yaml(path: Path | Any, label: str) -> Any:
         raise RulesError(f"{label}: not valid YAML: {exc}") from None
 
 
-def load_ruleset(rules_dir: str | Path | None = None) -> Ruleset:
-    """Load the bundled rules, or those in `rules_dir` (same two file names)."""
+def load_ruleset(rules_dir: str | Path | None = None, check_all: bool = False) -> Ruleset:
+    """Load the bundled rules, or those in `rules_dir` (same file names). Categories and patterns
+    are read now; every other table on first use, once, checked against these categories.
+    `check_all` reads and checks them all now (tests and `pt2-triage doctor` do)."""
     base = Path(rules_dir) if rules_dir else resources.files("bot.rules")
     label = str(rules_dir) if rules_dir else "bot/rules"
     categories_doc = _load_yaml(base / "categories.yaml", f"{label}/categories.yaml")
     patterns_doc = _load_yaml(base / "patterns.yaml", f"{label}/patterns.yaml")
-    return parse_ruleset(categories_doc, patterns_doc, where=label)
+    ruleset = replace(parse_ruleset(categories_doc, patterns_doc, where=label), source=base, where=label)
+    if check_all:
+        ruleset.check_all()
+    return ruleset

@@ -126,7 +126,7 @@ def analyze_job(job: JobLog, classifier: Classifier) -> JobFinding:
     scan = classifier.scanner.scan(log)
     failing_tests = tuple(scan.failing_tests[:20])
     hints = execute_hints(log)
-    is_pt2 = classification.category != "not_pt2"
+    is_pt2 = classification.is_pt2
     command = repro_command(hints, failing_tests, dict(category.diagnostics.env) if is_pt2 else {})
     lead = classification.evidence[0] if classification.evidence else None
     return JobFinding(

@@ -21,6 +21,7 @@ from bot.core.records import Classification
 from bot.core.render import render
 from bot.core.report import TriageReport
 from bot.core.ruleset import Category, Ruleset
+from bot.core.tables import ExcerptRules
 
 COMMENT_MARKER = "<!-- pt2-triage:report -->"
 MAX_COMMENT_CHARS = 65_536
@@ -41,23 +42,6 @@ VERIFICATION_LINES = {
     "passes": "❌ passes already, so it would not catch this bug: review the assertion",
     "not_run": "⏸️ not verified",
 }
-
-
-@dataclass(frozen=True)
-class ExcerptRules:
-    context: int
-    max_lines: int
-    patterns: dict[str, tuple[str, ...]]
-
-
-def load_excerpt_rules(path: Path | None = None) -> ExcerptRules:
-    source = path or resources.files("bot.rules") / "excerpts.yaml"
-    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
-    patterns = {cid: tuple(p) for cid, p in doc.get("categories", {}).items()}
-    for cid, regexes in patterns.items():
-        for regex in regexes:
-            re2.compile(regex)  # a bad pattern fails at load, naming itself in the traceback
-    return ExcerptRules(int(doc.get("context", 2)), int(doc.get("max_lines", 60)), patterns)
 
 
 def excerpt(text: str, patterns: tuple[str, ...], context: int, max_lines: int) -> str:
@@ -109,7 +93,7 @@ def render_comment(report: TriageReport, ruleset: Ruleset, registry: GraphBreakR
                    excerpt_rules: ExcerptRules | None = None, max_chars: int = MAX_COMMENT_CHARS) -> str:
     """The full comment. `fixed`: a later run found the bug gone (celebrate once, in the verdict).
     `pull_request` (with `number` and `state`): the draft PR carrying the regression test."""
-    rules = excerpt_rules or load_excerpt_rules()
+    rules = excerpt_rules or ruleset.excerpts
     category = ruleset.categories[report.classification.category]
     log_text = "\n".join(run.output_tail for run in (report.reproduction.runs if report.reproduction else ()))
     excerpts = excerpt(log_text, rules.patterns.get(category.id, ()), rules.context, rules.max_lines)

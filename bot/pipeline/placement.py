@@ -11,34 +11,20 @@ import ast
 import re
 from collections import Counter
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Iterable, Mapping
 
 import re2
-import yaml
 
 from bot.core.report import TestSuggestion
-from bot.core.ruleset import CATEGORY_IDS, FORBIDDEN_TEST_FILES, Category, RulesError
+from bot.core.ruleset import Category
+from bot.core.tables import FORBIDDEN_TEST_FILES, Refinement
 
-NO_TEST_CATEGORIES = ("not_pt2", "performance")
 # Identifiers that say little about a test's topic: every PT2 test file is full of them.
 COMMON_NAMES = frozenset({"torch", "compile", "randn", "rand", "ones", "zeros", "nn", "Module", "forward", "self",
                           "super", "__init__", "print", "range", "tensor", "x", "y", "fn", "f", "model", "backend",
                           "inductor", "eager", "fullgraph", "Tensor", "float32", "device", "cpu", "cuda", "shape"})
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-
-
-@dataclass(frozen=True)
-class Refinement:
-    name: str
-    file: str
-    weight: int
-    reason: str
-    frame: str | None = None
-    code: str | None = None
-    device: str | None = None
-    categories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,38 +43,6 @@ class FailureTouches:
     frames: tuple[str, ...] = ()  # source paths of the final error's frames
     code: str = ""  # the (minimized) repro
     device: str = "cpu"
-
-
-def load_refinements(path: Path | None = None) -> tuple[tuple[Refinement, ...], tuple[str, ...]]:
-    """The refinement rules and the never-suggest list, validated."""
-    source = path or resources.files("bot.rules") / "test_files.yaml"
-    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
-    where = str(path or "bot/rules/test_files.yaml")
-    never = tuple(doc.get("never", ())) + FORBIDDEN_TEST_FILES
-    rules = tuple(_parse_rule(raw, index, where, never) for index, raw in enumerate(doc.get("rules", ())))
-    return rules, never
-
-
-def _parse_rule(raw: dict, index: int, where: str, never: tuple[str, ...]) -> Refinement:
-    label = f"{where}: rules[{index}] ({raw.get('name', '?')})"
-    if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("name", "file", "reason")):
-        raise RulesError(f"{label}: needs string `name`, `file` and `reason`")
-    if not any(raw.get(k) for k in ("frame", "code", "device")):
-        raise RulesError(f"{label}: needs at least one of `frame`, `code`, `device`")
-    if raw["file"] in never:
-        raise RulesError(f"{label}: {raw['file']} is on the never-suggest list")
-    unknown = set(raw.get("categories", ())) - set(CATEGORY_IDS)
-    if unknown:
-        raise RulesError(f"{label}: unknown categories {sorted(unknown)}")
-    for key in ("frame", "code"):
-        if raw.get(key):
-            try:
-                re2.compile(raw[key])
-            except re2.error as exc:
-                raise RulesError(f"{label}: `{key}` is not a valid RE2 pattern: {exc}") from None
-    return Refinement(name=raw["name"], file=raw["file"], weight=int(raw.get("weight", 1)), reason=raw["reason"],
-                      frame=raw.get("frame"), code=raw.get("code"), device=raw.get("device"),
-                      categories=tuple(raw.get("categories", ())))
 
 
 def matches(rule: Refinement, category_id: str, touches: FailureTouches) -> bool:
@@ -110,7 +64,7 @@ def suggest_test_file(category: Category, touches: FailureTouches, rules: Iterab
                       never: Iterable[str] = FORBIDDEN_TEST_FILES,
                       checkout: Mapping[str, CheckoutFile] | None = None) -> TestSuggestion | None:
     """The best file for the test, a reason a maintainer can check, and the runners-up."""
-    if category.id in NO_TEST_CATEGORIES:
+    if not category.regression_test:
         return None
     excluded = set(never)
     scores: dict[str, float] = {}

@@ -13,21 +13,16 @@ import ast
 import difflib
 import re
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
-import yaml
 
 from bot.core.source import unparse
 from bot.core.records import Classification
 from bot.core.report import RegressionTest
 from bot.core.render import render
-from bot.core.ruleset import CATEGORY_IDS, RulesError
+from bot.core.tables import TestPlan
 from bot.core.signature import short_type
 
 CONFIG_MODULES = ("torch._inductor.config", "torch._dynamo.config", "torch._functorch.config")
-ASSERTIONS = ("no_error", "matches_eager")
-BASES = ("torch._dynamo.test_case", "torch._inductor.test_case", "torch.testing._internal.common_utils")
 # Calls that build inputs or drive compilation: never what a test is "about".
 BOILERPLATE_CALLS = frozenset({
     "randn", "rand", "randint", "ones", "zeros", "empty", "tensor", "arange", "full", "manual_seed", "compile",
@@ -39,16 +34,6 @@ MAX_NAME = 70
 
 
 @dataclass(frozen=True)
-class TestPlan:
-    """How a category's regression test asserts correct behaviour (from regression.yaml)."""
-
-    assertion: str
-    base: str
-    name: str
-    op: bool = True  # prefix the name with the repro's first distinctive call
-
-
-@dataclass(frozen=True)
 class GeneratedTest:
     test_name: str
     class_name: str
@@ -57,21 +42,6 @@ class GeneratedTest:
     method_source: str
     file_source: str
     notes: tuple[str, ...] = ()
-
-
-def load_plans(path: Path | None = None) -> dict[str, TestPlan]:
-    source = path or resources.files("bot.rules") / "regression.yaml"
-    where = str(path or "bot/rules/regression.yaml")
-    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
-    plans = {}
-    for category_id, raw in (doc or {}).get("categories", {}).items():
-        label = f"{where}: {category_id}"
-        if category_id not in CATEGORY_IDS:
-            raise RulesError(f"{label}: unknown category")
-        if raw.get("assertion") not in ASSERTIONS or raw.get("base") not in BASES or not raw.get("name"):
-            raise RulesError(f"{label}: needs assertion in {ASSERTIONS}, base in {BASES} and a name")
-        plans[category_id] = TestPlan(raw["assertion"], raw["base"], raw["name"], bool(raw.get("op", True)))
-    return plans
 
 
 # -- reading the repro ---------------------------------------------------------------------------
@@ -366,8 +336,7 @@ def verification_verdict(expected: Classification, run: Classification, run_stat
         return "passes", "the test passes against the installed torch, so it would not catch this bug"
     if run_status in ("timeout", "limit"):
         return "not_run", f"the test run hit a {run_status}; it was not verified"
-    if short_type(run.exception_type) in ("ModuleNotFoundError", "ImportError") and expected.category != "not_pt2" \
-            and run.category != expected.category:
+    if short_type(run.exception_type) in ("ModuleNotFoundError", "ImportError") and run.category != expected.category:
         return "not_run", f"the test could not start on this runner ({run.signature}); install the `runner` extra"
     if run.category == expected.category and run.signature == expected.signature:
         return "fails_same", f"fails as expected with {run.signature}"

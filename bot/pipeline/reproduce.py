@@ -37,23 +37,17 @@ from bot.core.features import extract_features
 from bot.core.logtext import clean_text
 from bot.core.records import Classification, Evidence
 from bot.core.report import MachineEnvironment, MinifierResult, Reproduction, RunRecord, SilentCheck
-from bot.core.ruleset import Category
+from bot.core.ruleset import Category, Ruleset
 from bot.core.signature import make_signature
 
 log = logging.getLogger(__name__)
 
 Runner = Callable[[RunSpec], RunResult]
-NOT_A_REPRO = ("not_pt2",)
 MINIFIER_VARS = ("TORCHDYNAMO_REPRO_AFTER", "TORCHDYNAMO_REPRO_LEVEL")
 ALWAYS_ENV = {"PYTHONFAULTHANDLER": "1"}  # a segfault then prints "Fatal Python error" and the stack
 PROBE_ENV = "TRIAGE_TORCH_PROBE"
 TRACE_DIR = "torch_trace"
 OUTPUT_TAIL_LINES = 200
-# What the text says that calls for a differential run, when its category does not already.
-SILENT_FEATURES = {"accuracy": "prose:mismatch", "performance": "prose:slow", "recompilation": "prose:recompile",
-                   "graph_break": "prose:graph_break"}
-PROBE_SWITCHES = {"accuracy": {"compare": True}, "performance": {"time": True}, "recompilation": {"counters": True},
-                  "graph_break": {"counters": True}}
 
 
 @dataclass(frozen=True)
@@ -93,7 +87,7 @@ def output_text(result: RunResult) -> str:
 def reproduces(classification: Classification, run_status: str, failed: bool | None = None) -> bool:
     """A run shows the failure when the launcher saw it fail and the compiler stack is implicated.
     (`run_status` alone, for records written before `failed` existed: not "ok".)"""
-    if classification.category in NOT_A_REPRO:
+    if not classification.is_pt2:  # the verdict "not a compiler failure" (categories.yaml `pt2: false`)
         return False
     return failed if failed is not None else run_status != "ok"
 
@@ -115,11 +109,13 @@ def decide_status(records: list[RunRecord], hits: int) -> str:
     return "not_reproduced"
 
 
-def silent_kinds(text_category: str | None, run_category: str | None, issue_text: str | None) -> tuple[str, ...]:
-    """Which silent failures to measure: those the categories name, and those the prose describes."""
-    features = extract_features(issue_text).names if issue_text else frozenset()
-    return tuple(kind for kind in outcome.SILENT_KINDS
-                 if kind in (text_category, run_category) or SILENT_FEATURES[kind] in features)
+def silent_kinds(ruleset: Ruleset, text_category: str | None, run_category: str | None,
+                 issue_text: str | None) -> tuple[str, ...]:
+    """Which silent failures to measure (categories with a `differential` in categories.yaml): those
+    the text's or the run's category is, and those the prose describes."""
+    features = extract_features(issue_text, ruleset.features).names if issue_text else frozenset()
+    return tuple(c.id for c in ruleset.categories.values() if c.differential
+                 and (c.id in (text_category, run_category) or c.differential.prose in features))
 
 
 def where(device: str, torch_version: str | None) -> str:
@@ -169,7 +165,7 @@ class Reproducer:
     def reproduce(self, script: str, issue_text: str | None = None) -> Reproduction:
         self.script_used = script
         from_text = self.classifier.classify_text(issue_text) if issue_text else None
-        text_category = from_text.category if from_text and from_text.category not in ("not_pt2", "unknown") else None
+        text_category = from_text.category if from_text and self.ruleset.is_pt2_category(from_text.category) else None
         device = self.device = "cuda" if needs_gpu(script, self.options.device) else "cpu"
         base = dict(category_from_text=from_text.category if from_text else None, device=device)
         if device == "cuda" and not self.machine.cuda_available:
@@ -186,7 +182,7 @@ class Reproducer:
         first = self._first_runs(script, text_category)
         final = first
         category = first.classification.category
-        changed = text_category is not None and category != text_category and category not in NOT_A_REPRO
+        changed = text_category is not None and category != text_category and first.classification.is_pt2
         if record_reproduces(first) and (changed or text_category is None):
             final = self.run(self.script_used, diagnostics_env(self.category(category), collect_artifacts=bool(self.out_dir)),
                              f"diagnostics for {category}", keep=bool(self.out_dir))
@@ -224,7 +220,7 @@ class Reproducer:
         purpose = f"diagnostics for {text_category}" if text_category else "first run"
         first = self.run(script, env, purpose, keep=collect and text_category is not None)
         name = _name_error(first)
-        fixed = outcome.with_obvious_import(script, name) if name else None
+        fixed = outcome.with_obvious_import(script, name, self.ruleset.reproduction) if name else None
         if fixed is None:
             return first
         self.script_used = fixed
@@ -245,16 +241,17 @@ class Reproducer:
 
     def _silent(self, text_category: str | None, run_category: str | None, issue_text: str | None) -> tuple[SilentCheck, ...]:
         """Differential runs for the silent failures the text or the category calls for."""
-        kinds = silent_kinds(text_category, run_category, issue_text)
+        kinds = silent_kinds(self.ruleset, text_category, run_category, issue_text)
         if not kinds:
             return ()
         switches: dict = {}
         for kind in kinds:
-            switches.update(PROBE_SWITCHES[kind])
+            switches.update(self.category(kind).differential.probe)
         env = {**plain_diagnostics(self.category(kinds[0])), PROBE_ENV: json.dumps(switches, sort_keys=True)}
         record = self.run(self.script_used, env, f"differential run ({', '.join(kinds)})")
         return tuple(SilentCheck(f.kind, f.reproduced, f.summary, dict(f.numbers))
-                     for f in outcome.silent_findings(record.probe, kinds))
+                     for f in outcome.silent_findings(record.probe, tuple((k, self.category(k).differential.judge)
+                                                                          for k in kinds), self.ruleset.reproduction))
 
     def _reason(self, issue_text: str | None, status: str) -> outcome.Reason | None:
         """Why it did not reproduce: the last run's exception, else the reporter's GPU or torch."""
@@ -265,7 +262,7 @@ class Reproducer:
             return outcome.Reason("limit", "a resource limit stopped the run (memory, processes or file size)",
                                   "Post a smaller repro (smaller shapes or model).")
         last = self.records[-1] if self.records else None
-        found = outcome.reason_from_exception(_exception_of(last)) if last else None
+        found = outcome.reason_from_exception(_exception_of(last), self.ruleset.reproduction) if last else None
         if found:
             return found
         reporter = reporter_environment(issue_text or "")
@@ -300,8 +297,12 @@ class Reproducer:
             return self.classifier.classify_text(issue_text)
         return self.records[0].classification if self.records else self.classifier.classify_text("")
 
+    @property
+    def ruleset(self) -> Ruleset:
+        return self.classifier.ruleset
+
     def category(self, category_id: str) -> Category:
-        return self.classifier.ruleset.categories[category_id]
+        return self.ruleset.categories[category_id]
 
     def run(self, script: str, env: dict[str, str], purpose: str, keep: bool = False) -> RunRecord:
         spec = RunSpec(script=script, env=env, timeout_s=self.options.timeout_s, keep_workdir=keep, gpu=self.device == "cuda")

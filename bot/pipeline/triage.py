@@ -20,11 +20,11 @@ from bot.pipeline.comment import load_command_help, render_comment
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.pipeline.minimize import Minimizer, NotReproducible
 from bot.core.records import Classification, TriageRequest
-from bot.pipeline.regress import generate, load_plans, verification_verdict
+from bot.pipeline.regress import generate, verification_verdict
 from bot.pipeline.test_patch import add_method_to_file, required_imports, unified_patch
 from bot.core.report import MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion, TriageReport
 from bot.pipeline.reproduce import ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text, record_reproduces
-from bot.pipeline.placement import FailureTouches, frames_of, load_refinements, read_checkout, suggest_test_file
+from bot.pipeline.placement import FailureTouches, frames_of, read_checkout, suggest_test_file
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class Triage:
 
     def suggest(self, run: TriageRun) -> str:
         category = self.classifier.ruleset.categories[run.classification.category]
-        rules, never = load_refinements()
+        rules, never = self.classifier.ruleset.test_files.rules, self.classifier.ruleset.test_files.never
         code = self.test_source(run) or ""
         touches = FailureTouches(frames=run.frames, code=code, device=self.test_device(run))
         checkout = None
@@ -148,7 +148,7 @@ class Triage:
         return f"{run.suggestion.path}: {run.suggestion.reason}" if run.suggestion else f"no test for {category.id}"
 
     def regress(self, run: TriageRun) -> str:
-        plan = load_plans().get(run.classification.category)
+        plan = self.classifier.ruleset.regression_plans.get(run.classification.category)
         source = self.test_source(run)
         if plan is None or source is None:
             return "skipped: " + ("no repro to turn into a test" if source is None else

@@ -61,7 +61,8 @@ def test_warnings_say_what_a_maintainer_must_know(report):
     found = annotations(dataclasses.replace(report, reproduction=reproduction), None, "Graph break")
     assert [a.level for a in found] == ["warning", "warning", "warning"]
     assert "Needs CUDA" in found[1].message and "pt2-triage doctor" in found[2].message
-    not_pt2 = dataclasses.replace(report, classification=dataclasses.replace(report.classification, category="not_pt2"),
+    not_pt2 = dataclasses.replace(report, classification=dataclasses.replace(report.classification, category="not_pt2",
+                                                                                 is_pt2=False),
                                   reproduction=None)
     assert [a.level for a in annotations(not_pt2, None, "Not a PT2 problem")] == ["notice"]
 

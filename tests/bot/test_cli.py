@@ -76,7 +76,7 @@ def test_bad_rules_directory_is_reported_not_a_traceback(tmp_path, capsys):
     (tmp_path / "categories.yaml").write_text("categories: {}\n")
     (tmp_path / "patterns.yaml").write_text("patterns: []\n")
     assert main(["classify", "--rules", str(tmp_path), str(FIXTURES / "recompile_limit.log")]) == 2
-    assert "missing categories" in capsys.readouterr().err
+    assert "exactly one category must say `pt2: false`" in capsys.readouterr().err
 
 
 def test_console_script_is_installed():

@@ -18,7 +18,8 @@ from bot.core.graph_breaks import load_registry
 from bot.core.records import Classification, Evidence
 from bot.core.report import (MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord, TestSuggestion,
                         TriageReport)
-from bot.core.ruleset import CATEGORY_IDS, load_ruleset
+from bot.core.ruleset import load_ruleset
+from tests.bot.test_ruleset import CATEGORY_IDS
 
 GOLDEN = Path(__file__).parent / "golden"
 CORPUS = Path(__file__).parents[1] / "corpus" / "cases.jsonl"

@@ -25,7 +25,7 @@ def test_coverage_curve_and_the_confident_not_pt2_mistakes():
         Outcome("b", "accuracy", "not_pt2", 0.85),  # a PT2 report waved off, and sure of it: the worst case
         Outcome("c", "accuracy", "not_pt2", 0.40, unsure=True),
         Outcome("d", "not_pt2", "not_pt2", 0.92),
-    ])
+    ], not_pt2="not_pt2")
     by_threshold = {p.threshold: p for p in report.coverage}
     assert (by_threshold[0.9].covered, by_threshold[0.9].accuracy) == (2, 1.0)
     assert (by_threshold[0.8].covered, by_threshold[0.8].accuracy) == (3, 0.6667)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core.ruleset import load_ruleset
+
 from bot.core.outcome import (clean_run_reason, evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
                          render_uncaught, silent_findings, with_obvious_import)
 
@@ -16,6 +18,8 @@ class Run:
     uncaught_exception: dict | None = None
 
 
+RULES = load_ruleset().reproduction  # rules/reproduction.yaml, as the Ruleset reads it
+TIMING = (("performance", "timing"),)
 UNSUPPORTED = {"type": "torch._dynamo.exc.Unsupported", "message": "Data-dependent branching",
                "frames": [["/sandbox/repro.py", 9, "<module>"], ["/site/torch/_dynamo/eval_frame.py", 1183, "compile_wrapper"]],
                "cause": None, "context": None, "suppress_context": False}
@@ -46,46 +50,47 @@ def test_accuracy_difference_reported_by_the_probe_is_a_reproduction():
     probe = {"calls": [{"call": 0, "compiled_s": 3.9, "eager_s": 0.001, "same": False, "max_abs": 1.0, "max_rel": 6.8e11,
                         "fp64_reference": True},
                        {"call": 1, "compiled_s": 0.001, "eager_s": 0.001, "same": True, "max_abs": 0.0, "max_rel": 0.0}]}
-    (finding,) = silent_findings(probe, ("accuracy",))
-    assert finding.reproduced and "differ on 1 of 2 calls against an fp64 reference" in finding.summary
+    (finding,) = silent_findings(probe, (("accuracy", "compare"),), RULES)
+    assert finding.reproduced and finding.kind == "accuracy"
+    assert "differ on 1 of 2 calls against an fp64 reference" in finding.summary
     assert finding.numbers["max_abs"] == 1.0
 
 
 def test_performance_needs_both_the_ratio_and_an_absolute_difference():
     slow = {"calls": [{"call": 0, "compiled_s": 5.0, "compiled_median_s": 0.004, "eager_median_s": 0.002}]}
     tiny = {"calls": [{"call": 0, "compiled_s": 5.0, "compiled_median_s": 0.00004, "eager_median_s": 0.00002}]}
-    assert silent_findings(slow, ("performance",))[0].reproduced
-    assert not silent_findings(tiny, ("performance",))[0].reproduced  # 2x, but 20 microseconds: noise
+    assert silent_findings(slow, TIMING, RULES)[0].reproduced
+    assert not silent_findings(tiny, TIMING, RULES)[0].reproduced  # 2x, but 20 microseconds: noise
     long_compile = {"calls": [{"call": 0, "compiled_s": 95.0, "compiled_median_s": 0.001, "eager_median_s": 0.002}]}
-    assert silent_findings(long_compile, ("performance",))[0].reproduced
+    assert silent_findings(long_compile, TIMING, RULES)[0].reproduced
 
 
 def test_recompiles_up_to_the_limit_or_on_every_call():
     probe = {"calls": [], "counters": {"recompiles": {"step": 7}, "recompile_limit": 8, "stats": {"calls_captured": 20},
                                        "guard_failures": {"step": ["0/0: lr == 0.1"]}, "frames": {"total": 8}}}
-    (finding,) = silent_findings(probe, ("recompilation",))
+    (finding,) = silent_findings(probe, (("recompilation", "recompiles"),), RULES)
     assert finding.reproduced and "`step` recompiled 7 time(s) (limit 8); first failing guard: 0/0: lr == 0.1" in finding.summary
     calm = {"calls": [], "counters": {"recompiles": {"step": 1}, "recompile_limit": 8, "stats": {"calls_captured": 20}}}
-    assert not silent_findings(calm, ("recompilation",))[0].reproduced
+    assert not silent_findings(calm, (("recompilation", "recompiles"),), RULES)[0].reproduced
 
 
 def test_why_it_did_not_reproduce_from_the_exception():
-    package = reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'transformers'"})
+    package = reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'transformers'"}, RULES)
     assert package.code == "needs_package" and "`transformers`" in package.sentence
-    assert reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'torch'"}) is None
+    assert reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'torch'"}, RULES) is None
     data = reason_from_exception({"type": "builtins.OSError",
-                                  "message": "We couldn't connect to 'https://huggingface.co' to load this file"})
+                                  "message": "We couldn't connect to 'https://huggingface.co' to load this file"}, RULES)
     assert data.code == "needs_data"
-    snippet = reason_from_exception({"type": "builtins.NameError", "message": "name 'nn' is not defined"})
+    snippet = reason_from_exception({"type": "builtins.NameError", "message": "name 'nn' is not defined"}, RULES)
     assert snippet.code == "incomplete_snippet" and "`nn`" in snippet.sentence
 
 
 def test_an_obvious_missing_import_is_added_once():
     script = '"""doc"""\nfrom __future__ import annotations\nclass M(nn.Module):\n    pass\n'
-    fixed = with_obvious_import(script, "nn")
+    fixed = with_obvious_import(script, "nn", RULES)
     assert fixed.split("\n")[2] == "import torch.nn as nn"
-    assert with_obvious_import(fixed, "nn") is None  # already there
-    assert with_obvious_import(script, "my_helper") is None  # not an obvious one
+    assert with_obvious_import(fixed, "nn", RULES) is None  # already there
+    assert with_obvious_import(script, "my_helper", RULES) is None  # not an obvious one
     assert missing_name({"type": "builtins.NameError", "message": "name 'F' is not defined"}) == "F"
 
 

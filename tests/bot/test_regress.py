@@ -5,9 +5,10 @@ import pytest
 
 from bot.core.records import Classification
 from bot.pipeline.test_patch import add_method_to_file, required_imports, unified_patch
-from bot.pipeline.regress import generate, load_plans, verification_verdict
+from bot.core.ruleset import load_ruleset
+from bot.pipeline.regress import generate, verification_verdict
 
-PLANS = load_plans()
+PLANS = load_ruleset().regression_plans
 FAIL = Classification("backend_compiler_failed", 0.98, "backend_compiler_failed|InductorError|CppCompileError")
 
 INJECTED_COMPILE_ERROR = '''import torch

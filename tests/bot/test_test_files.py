@@ -2,10 +2,11 @@
 import pytest
 
 from bot.core.ruleset import load_ruleset
-from bot.pipeline.placement import FailureTouches, checkout_file, load_refinements, main_test_class, read_checkout, suggest_test_file
+from bot.core.ruleset import load_ruleset
+from bot.pipeline.placement import FailureTouches, checkout_file, main_test_class, read_checkout, suggest_test_file
 
 RULESET = load_ruleset()
-RULES, NEVER = load_refinements()
+RULES, NEVER = load_ruleset().test_files.rules, load_ruleset().test_files.never
 
 
 def suggest(category, checkout=None, **touches):
