@@ -2,7 +2,7 @@
 
 The decision in five steps, each a small function:
 1. `Scanner.scan` finds the interesting lines of the whole input in one pass (scan.py).
-2. `final_chain` reads the final error: the last traceback chain, pytest failure or bare
+2. `final_chain` (final_error.py) reads the final error: the last traceback chain, pytest failure or bare
    exception line that surfaced last (tracebacks.py does the parsing).
 3. `facts` states what else holds (is the compiler in the frames, is the text about PT2 at all).
 4. The ranked patterns (rules/patterns.yaml) are tried against their scope; the highest
@@ -21,17 +21,16 @@ from typing import Callable, Iterable
 import re2
 
 from bot.core import combine
-from bot.core.extract import code_blocks
 from bot.core.features import Features, extract_features
+from bot.core.final_error import code_lines, final_chain, segment_start
 from bot.core.graph_breaks import GraphBreakRegistry
-from bot.core.logtext import clean_line, decode
-from bot.core.records import Classification, Evidence, ExceptionChain, RaisedException
+from bot.core.logtext import decode
+from bot.core.records import Classification, Evidence, ExceptionChain
 from bot.core.ruleset import Pattern, Ruleset
-from bot.core.scan import ScanResult, Scanner, count_newlines
+from bot.core.scan import ScanResult, Scanner
 from bot.core.signature import make_signature
 from bot.core.textmodel import MAX_BODY_CHARS_FOR_NGRAMS, LearnedParts, ModelInput, char_ngrams, load_learned, tokens
-from bot.core.tracebacks import (CUT_OFF_TYPE, NumberedLine, parse_bare_exception, parse_loose_frames, parse_pytest_failure,
-                         parse_python_chain, parse_title_exception)
+from bot.core.tracebacks import CUT_OFF_TYPE, NumberedLine
 
 PT2_FRAME_RE = re.compile(
     r"torch/(?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|_subclasses/fake_tensor|_prims|_refs|_decomp"
@@ -45,9 +44,7 @@ PT2_TYPE_RE = re.compile(r"^torch\.(?:_dynamo|_inductor|_export|export|fx\.exper
 PT2_MESSAGE_RE = re.compile(r"backend='?\w+'? raised|torch\._dynamo|torch\._inductor|TorchDynamo|[Ii]nductor|torch\.compile")
 PT2_CODE_RE = re.compile(r"torch\.compile|torch\._dynamo|torch\._inductor|torch\.export|aoti_|@torch\.compile|compiled")
 COMPILE_ERROR_LINE_RE = re.compile(r"(?:^|\s)(?:[^\s:]+:\d+:\d+: )?(?:fatal )?error: .+")
-MAX_REGION_BYTES = 4 << 20
 MAX_EVIDENCE = 8
-CODE_SCOPE_MAX_BYTES = 2 << 20
 # Inputs up to this size that come without a script are reports (issue texts, pasted logs): the text
 # model and the features join the rules. Bigger inputs are CI logs: the final error decides.
 MAX_REPORT_BYTES = 1 << 20
@@ -196,7 +193,7 @@ class Classifier:
 
     def _findings(self, buf: bytes, context: str, scan: ScanResult) -> "RuleFindings":
         chain = final_chain(buf, scan)
-        code = _code_texts(buf)
+        code = code_lines(buf)
         facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()), code)
         found = [m for p in self.ruleset.patterns if (m := self._match(p, scan, chain, code, facts))]
         matches = [m for m in found if m.can_decide] + [m for m in found if not m.can_decide]  # deciders first
@@ -207,7 +204,7 @@ class Classifier:
         evidence = tuple(self._evidence(pattern, scan, chain, code))
         if not evidence or not all(facts.holds(f) for f in pattern.requires):
             return None
-        before_final_error = pattern.scope == "line" and facts.raised and max(e.line for e in evidence) <= _segment_start(scan, chain)
+        before_final_error = pattern.scope == "line" and facts.raised and max(e.line for e in evidence) <= segment_start(scan, chain)
         return Match(pattern, evidence, can_decide=not before_final_error)
 
     def _evidence(self, pattern: Pattern, scan: ScanResult, chain: ExceptionChain | None,
@@ -289,14 +286,6 @@ class Classifier:
         return found or next((gb for gb in scan.graph_break_ids if self.registry.get(gb)), None)
 
 
-def _segment_start(scan: ScanResult, chain: ExceptionChain) -> int:
-    """The line after which a log's text belongs to its final error: the last exception line printed
-    before that error's traceback (an earlier failure's end); 0 when nothing failed before it. A
-    kernel's device-assert lines printed just before the traceback are part of the final error."""
-    start = chain.start
-    return max((head.line for head in scan.exception_heads if head.line < start), default=0)
-
-
 def report_title(text: str) -> str:
     """An issue's title, when the report starts with it as `# Title` (how the App and the corpus
     write title and body together)."""
@@ -370,80 +359,3 @@ def _signature(category: str, winner: Match, chain: ExceptionChain | None, graph
     if graph_break_id and category == "graph_break":
         return f"{category}|-|{graph_break_id}"
     return make_signature(category, None, winner.evidence[0].text)
-
-
-def final_chain(buf: bytes, scan: ScanResult) -> ExceptionChain | None:
-    """The error that surfaced last: a traceback chain, a pytest failure or a bare exception line."""
-    candidates = []
-    if scan.tracebacks:
-        start = _chain_start(scan)
-        chain = parse_python_chain(_region(buf, start.offset, start.line))
-        if chain:
-            candidates.append(chain)
-    if scan.exception_heads:
-        last_head = scan.exception_heads[-1]
-        end_of_tb = max((e.line for c in candidates for e in c.exceptions), default=0)
-        if last_head.line > end_of_tb and not _inside_message(candidates, last_head.line):
-            region_start = _region_start_before(buf, last_head.offset)
-            lines = _region(buf, region_start, last_head.line - count_newlines(buf, region_start, last_head.offset))
-            chain = parse_pytest_failure(lines) or parse_bare_exception(
-                [(n, t) for n, t in lines if n <= last_head.line + 200])
-            if chain and chain.final.line >= last_head.line:
-                candidates.append(chain)
-    found = max(candidates, key=lambda c: c.final.line, default=None)
-    if len(buf) <= CODE_SCOPE_MAX_BYTES and (found is None or found.final.type_name == CUT_OFF_TYPE):
-        return _from_report_shape(buf, found)
-    return found
-
-
-def _from_report_shape(buf: bytes, found: ExceptionChain | None) -> ExceptionChain | None:
-    """For an issue-sized text whose traceback is missing or cut off: frames pasted without their
-    header, and the exception its title names ("# ... UserError: Could not guard on ...")."""
-    lines = _region(buf, 0, 1)
-    frames_only = found or parse_loose_frames(lines)
-    title = parse_title_exception(lines[0]) if lines and lines[0][1].startswith("# ") else None
-    if title is None:
-        return frames_only
-    if frames_only is None:
-        return title
-    named = title.final
-    return ExceptionChain((RaisedException(named.type_name, named.head, named.message, named.line, frames_only.frames),))
-
-
-def _inside_message(chains: list[ExceptionChain], line: int) -> bool:
-    return any(e.line <= line <= e.line + e.message.count("\n") for c in chains for e in c.exceptions)
-
-
-def _chain_start(scan: ScanResult):
-    """The first traceback of the last chain: walk back while a chain separator links them."""
-    tracebacks = list(scan.tracebacks)
-    separators = [s.line for s in scan.chain_separators]
-    index = len(tracebacks) - 1
-    while index > 0 and len(tracebacks) - index < 8:
-        previous, current = tracebacks[index - 1], tracebacks[index]
-        if not any(previous.line < s < current.line for s in separators):
-            break
-        index -= 1
-    return tracebacks[index]
-
-
-def _region_start_before(buf: bytes, offset: int, span: int = 256 << 10) -> int:
-    start = max(0, offset - span)
-    return buf.rfind(b"\n", 0, start) + 1 if start else 0
-
-
-def _region(buf: bytes, start: int, first_line: int) -> list[NumberedLine]:
-    """Cleaned, numbered lines from byte `start` on, at most MAX_REGION_BYTES of them."""
-    text = decode(buf[start:start + MAX_REGION_BYTES])
-    return [(first_line + i, clean_line(line)) for i, line in enumerate(text.split("\n"))]
-
-
-def _code_texts(buf: bytes) -> list[NumberedLine]:
-    """Lines of an issue's Python code blocks (only small, markdown-looking inputs)."""
-    if len(buf) > CODE_SCOPE_MAX_BYTES or b"```" not in buf[:CODE_SCOPE_MAX_BYTES]:
-        return []
-    lines: list[NumberedLine] = []
-    for block in code_blocks(decode(buf)):
-        if block.is_python:
-            lines.extend((block.line + i, t) for i, t in enumerate(block.text.split("\n")))
-    return lines

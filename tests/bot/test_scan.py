@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.core import scan as scan_module
-from bot.core.classify import final_chain
+from bot.core.final_error import final_chain
 
 RECORDED = Path(__file__).resolve().parents[1] / "corpus" / "recorded"
 
