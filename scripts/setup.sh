@@ -12,7 +12,22 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-# torch first and pinned: an unpinned requirement would fetch a CUDA build.
-.venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/pip install -q --disable-pip-version-check "$TORCH_SPEC"
+# torch first and pinned: an unpinned requirement would fetch a CUDA build. On a machine without
+# an NVIDIA driver the CPU wheel comes from PyTorch's CPU index when that index answers (PyPI's
+# Linux wheel pulls in gigabytes of CUDA libraries); where it does not (an offline mirror or a
+# wheel directory pip is configured with), pip's own configuration decides.
+# PT2_TRIAGE_TORCH_INDEX overrides the index; PT2_TRIAGE_TORCH the requirement.
+torch_index_args() {
+  if [ -n "${PT2_TRIAGE_TORCH_INDEX:-}" ]; then echo "--extra-index-url $PT2_TRIAGE_TORCH_INDEX"; return; fi
+  command -v nvidia-smi >/dev/null 2>&1 && return
+  local cpu_index=https://download.pytorch.org/whl/cpu
+  if "$PYTHON" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=3)" "$cpu_index" 2>/dev/null; then
+    echo "--extra-index-url $cpu_index"
+  fi
+}
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  # shellcheck disable=SC2046  # the index arguments are words on purpose
+  .venv/bin/pip install -q --disable-pip-version-check $(torch_index_args) "$TORCH_SPEC"
+fi
 .venv/bin/pip install -q --disable-pip-version-check -e '.[test,app,runner]'
 bash scripts/fetch_octokit_specs.sh >/dev/null  # GitHub OpenAPI specs for the contract tests (tests/contract)
