@@ -80,6 +80,10 @@ status=0
 env -i "${clean_env[@]}" timeout --kill-after=30s "${minutes}m" "$PT2_PYTHON" -I -m bot.cli "${args[@]}" || status=$?
 echo "::$token::"
 echo "::endgroup::"
+# The input the triage read goes into the artifact beside its report (our copy, not the repro's).
+if [[ -d "$report_dir" && ! -e "$report_dir/$input_name" ]]; then
+  cp -- "$input" "$report_dir/$input_name" || true
+fi
 if [[ "$status" -eq 124 || "$status" -eq 137 ]]; then
   fail "triage did not finish within timeout-minutes ($minutes); what it wrote so far is in the artifact"
 fi
