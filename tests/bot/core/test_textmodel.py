@@ -4,14 +4,14 @@ from __future__ import annotations
 import io
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bot.core.textmodel import Calibration, char_ngrams, load_learned, read_npz, tokens
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 
 
 def test_tokens_are_words_dotted_names_and_bigrams_without_urls_mentions_or_numbers():

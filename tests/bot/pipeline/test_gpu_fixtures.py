@@ -4,13 +4,13 @@ The raw outputs of the same runs are corpus cases (tests/corpus/recorded/{nan_as
 out_of_bounds_index,triton_compile_error,triton_runtime_assert}*.log).
 """
 import json
-from pathlib import Path
 
 import pytest
 
 from bot.core.report import TriageReport
+from tests import paths
 
-GPU = Path(__file__).parent / "fixtures" / "gpu"
+GPU = paths.FIXTURES / "gpu"
 
 
 @pytest.mark.parametrize("name, category", [

@@ -2,7 +2,6 @@
 import pytest
 
 from bot.core.ruleset import load_ruleset
-from bot.core.ruleset import load_ruleset
 from bot.pipeline.placement import FailureTouches, checkout_file, main_test_class, read_checkout, suggest_test_file
 
 RULESET = load_ruleset()

@@ -1,13 +1,12 @@
 """The structured comment: golden files per category, the size limit, and hostile text.
 
 Golden files live in tests/bot/golden/; after an intended change, regenerate them with
-`PT2_TRIAGE_UPDATE_GOLDEN=1 python -m pytest tests/bot/test_comment.py` and review the diff the
+`PT2_TRIAGE_UPDATE_GOLDEN=1 python -m pytest tests/bot/pipeline/test_comment.py` and review the diff the
 way a maintainer would read the comment.
 """
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
 
@@ -19,10 +18,11 @@ from bot.core.records import Classification, Evidence
 from bot.core.report import (MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord, TestSuggestion,
                         TriageReport)
 from bot.core.ruleset import load_ruleset
-from tests.bot.test_ruleset import CATEGORY_IDS
+from tests.bot.core.test_ruleset import CATEGORY_IDS
+from tests import paths
 
-GOLDEN = Path(__file__).parent / "golden"
-CORPUS = Path(__file__).parents[1] / "corpus" / "cases.jsonl"
+GOLDEN = paths.GOLDEN
+CORPUS = paths.CORPUS / "cases.jsonl"
 COMMANDS = (("@pt2-triage run [cpu|gpu]", "reproduce on a runner"), ("@pt2-triage help", "list the commands"))
 RULESET = load_ruleset()
 REGISTRY = load_registry()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from bot.pipeline.minimize import COMPILER_OFF, Minimizer, NotReproducible, same
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.sandbox import run
+from tests import paths
 
-LARGE = Path(__file__).resolve().parents[1] / "repros" / "large"
+LARGE = paths.REPROS / "large"
 
 
 def verdict(category="graph_break", signature="graph_break|Unsupported|x", exception_type=None, evidence=1):
@@ -50,7 +50,7 @@ def test_the_compiler_goes_off_before_the_scripts_own_code():
 
 ACCURACY = """\
 import torch
-torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+from tests import paths
 
 
 def f(x):

@@ -21,8 +21,9 @@ import re2
 from bot.core.ruleset import load_ruleset
 from tests.corpus.build_cases import render
 from tests.corpus.record import SETS, SKIP, selected
+from tests import paths
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+CORPUS = paths.CORPUS
 ROOT = CORPUS.parents[1]
 CASES = CORPUS / "cases.jsonl"
 SCENARIOS = CORPUS / "scenarios"

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from bot.cli.main import main
+from tests import paths
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+CORPUS = paths.CORPUS
 CASES = CORPUS / "cases.jsonl"
 
 

@@ -5,11 +5,10 @@ import mmap
 
 import pytest
 
-from pathlib import Path
 
-from bot.core.classify import Classifier
+from tests import paths
 
-CORPUS_RECORDED = Path(__file__).resolve().parents[1] / "corpus" / "recorded"
+CORPUS_RECORDED = paths.CORPUS / "recorded"
 
 VERBOSE_FOOTER = ("Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace (please do this especially if "
                   "you're reporting a bug to PyTorch). For even more developer context, set TORCH_LOGS=\"+dynamo\"\n")

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from bot.cli.main import main
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 
 
 def test_classify_prints_a_readable_verdict(capsys):

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 from bot.app.github import GitHub, GitHubError, RateLimited, RetryPolicy, StaticToken, retry_delay
-from tests.bot.app.conftest import FakeClock, clock, fake, private_key_path  # noqa: F401  (fixtures)
 from tests.bot.app.fake_github import API
 
 REPO = "octo-org/octo-repo"

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
 from bot.core.ruleset import RulesError, load_ruleset, parse_ruleset
+from tests import paths
 
 # The categories as the corpus, the templates and the labels know them (bot/rules/categories.yaml).
 CATEGORY_IDS = ("graph_break", "backend_compiler_failed", "recompilation", "accuracy", "dynamo_internal_error",
@@ -16,7 +16,7 @@ CATEGORY_IDS = ("graph_break", "backend_compiler_failed", "recompilation", "accu
                 "dynamic_shapes", "performance", "not_pt2", "unknown")
 
 
-RULES = Path(__file__).resolve().parents[2] / "bot" / "rules"
+RULES = paths.RULES
 
 
 @pytest.fixture

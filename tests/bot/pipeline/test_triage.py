@@ -5,7 +5,6 @@ comment names the right category, the minimized repro still fails the same way, 
 test fails against the installed torch for the same reason, and the test file is topic-specific.
 """
 import json
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from bot.core.graph_breaks import load_registry
 from bot.pipeline.reproduce import ALWAYS_ENV, output_text
 from bot.core.ruleset import load_ruleset
 from runners import sandbox
+from tests import paths
 
-EXAMPLES = Path(__file__).parents[2] / "examples"
+EXAMPLES = paths.EXAMPLES
 CLASSIFIER = Classifier(load_ruleset(), load_registry())
 CASES = [
     ("graph_break_fullgraph.md", "graph_break", "test/dynamo/test_repros.py", "test_data_dependent_branching_issue_"),
@@ -84,7 +84,7 @@ def test_triage_rejects_a_missing_input_and_a_non_checkout(tmp_path, capsys):
 
 def test_an_issue_without_a_repro_still_gets_a_comment_from_its_text(tmp_path):
     issue = tmp_path / "issue.md"
-    issue.write_text((Path(__file__).parent / "fixtures" / "recompile_limit.log").read_text())
+    issue.write_text((paths.FIXTURES / "recompile_limit.log").read_text())
     out = tmp_path / "out"
     assert run_cli("triage", str(issue), "--out", str(out)) == 0
     report = json.loads((out / "report.json").read_text())
@@ -94,7 +94,7 @@ def test_an_issue_without_a_repro_still_gets_a_comment_from_its_text(tmp_path):
 
 
 def test_a_hostile_issue_is_rendered_inert(tmp_path):
-    from tests.bot.test_comment import strip_code
+    from tests.bot.pipeline.test_comment import strip_code
 
     hostile = ("### Bug @pytorch/team <script>alert(1)</script>\n\n"
                "````\n```\n</details><details open><summary>@ezyang</summary>\n"

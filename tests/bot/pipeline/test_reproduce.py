@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from bot.core.report import MachineEnvironment, TriageReport
 from bot.pipeline.reproduce import ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment, needs_gpu
 from runners.probe import probe_machine
 from runners.sandbox import run
+from tests import paths
 
-REPROS = Path(__file__).resolve().parents[1] / "repros"
+REPROS = paths.REPROS
 
 
 def repro(name: str) -> str:
@@ -49,7 +49,7 @@ def test_device_choice():
 
 
 def test_status_from_runs():
-    from tests.bot.test_report import record
+    from tests.bot.core.test_report import record
     assert decide_status([record("failed")] * 3, 3) == "reproduced"
     assert decide_status([record("failed"), record("ok")], 1) == "flaky"
     assert decide_status([record("timeout")], 0) == "timeout"

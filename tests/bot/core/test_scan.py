@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
 from bot.core import scan as scan_module
 from bot.core.final_error import final_chain
+from tests import paths
 
-RECORDED = Path(__file__).resolve().parents[1] / "corpus" / "recorded"
+RECORDED = paths.CORPUS / "recorded"
 
 
 def dense_log(size: int, ending: bytes, seed: int = 0) -> bytes:

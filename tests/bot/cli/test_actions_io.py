@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,8 +11,9 @@ from bot.cli.actions_io import (ActionInputError, Annotation, annotations, ci_an
                             step_outputs, summary_markdown)
 from bot.core.report import TriageReport
 from tests.actions.harness import parse_file_command, workflow_commands
+from tests import paths
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = paths.ROOT
 REPORT_DIR = ROOT / "tests" / "actions" / "fixtures" / "report_graph_break"
 
 
