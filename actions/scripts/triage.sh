@@ -11,7 +11,7 @@
 # read-only copy of the input and that nobody may write to (the report path is made absolute).
 #
 # Environment: PT2_PYTHON, PT2_INPUT (issue markdown or script), PT2_REPORT_DIR, PT2_ISSUE_NUMBER,
-# PT2_DEVICE (auto|cpu|cuda), PT2_TIMEOUT_MINUTES, PT2_MINIMIZE_BUDGET.
+# PT2_DEVICE (auto|cpu|cuda), PT2_TIMEOUT_MINUTES, PT2_MINIMIZE_BUDGET, PT2_ISSUE_BASE_URL (…/OWNER/REPO/issues).
 set -euo pipefail
 
 run_dir=""
@@ -56,6 +56,9 @@ args=(triage "./$input_name" --out "$report_dir" --device "${PT2_DEVICE:-auto}" 
 if [[ -n "${PT2_ISSUE_NUMBER:-}" ]]; then
   [[ "$PT2_ISSUE_NUMBER" =~ ^[0-9]+$ ]] || fail "issue-number must be a number, not '$PT2_ISSUE_NUMBER'"
   args+=(--issue-number "$PT2_ISSUE_NUMBER")
+  if [[ "${PT2_ISSUE_BASE_URL:-}" =~ ^https://[A-Za-z0-9.-]+/[A-Za-z0-9._-]+/[A-Za-z0-9._-]+/issues$ ]]; then
+    args+=(--issue-url "$PT2_ISSUE_BASE_URL/$PT2_ISSUE_NUMBER")  # the generated test names the issue, not a runner path
+  fi
 fi
 
 # The CLI's whole environment: what running torch needs, and nothing that could be a credential.

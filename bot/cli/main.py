@@ -5,6 +5,7 @@ import argparse
 import json
 import logging
 import mmap
+import re
 import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -220,9 +221,11 @@ def cmd_triage(args: argparse.Namespace) -> int:
     if root and not (root / "test").is_dir():
         raise UsageError(f"{args.pytorch_root}: not a PyTorch checkout (no test/ directory)")
     out_dir = outdir.prepare(Path(args.out))
-    options = TriageOptions(out_dir=out_dir, issue_number=args.issue_number, pytorch_root=root, device=args.device,
-                            minimize_budget_s=args.budget, run_timeout_s=args.timeout,
-                            minify_graph=not args.no_minifier, jobs=args.jobs)
+    if args.issue_url and not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+/issues/\d+", args.issue_url):
+        raise UsageError(f"--issue-url {args.issue_url!r}: give the issue's https URL (https://github.com/OWNER/REPO/issues/N)")
+    options = TriageOptions(out_dir=out_dir, issue_number=args.issue_number, issue_url=args.issue_url, pytorch_root=root,
+                            device=args.device, minimize_budget_s=args.budget, run_timeout_s=args.timeout,
+                            minify_graph=not args.no_minifier, jobs=args.jobs, ladder=not args.no_ladder)
 
     def progress(stage: str, note: str, seconds: float) -> None:
         print(f"[{stage:>9}] {seconds:6.1f}s  {note}", file=sys.stderr, flush=True)
@@ -332,12 +335,15 @@ def build_parser() -> argparse.ArgumentParser:
     triage.add_argument("--out", default="triage-out",
                         help="write comment.md, report.json, repro_min.py, test_regression.py (and test.patch) here")
     triage.add_argument("--issue-number", type=int, help="the issue number, for the test's name and the comment")
+    triage.add_argument("--issue-url", help="the issue's URL, which the generated test names (never a local path)")
     triage.add_argument("--pytorch-root", help="a PyTorch checkout: confirm the test file and class, write test.patch")
     triage.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     triage.add_argument("--budget", type=float, default=300, help="seconds for minimizing (default 300)")
     triage.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     triage.add_argument("--jobs", type=int, default=2, help="warm workers for minimizing (0: cold runs only)")
     triage.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot graph minifier")
+    triage.add_argument("--no-ladder", action="store_true",
+                        help="skip the ablation ladder (compiler off, eager, aot_eager, ... re-runs that localize the failure)")
     add_unsafe_flag(triage)
     from bot.cli.app_commands import register as register_app_commands  # serve, publish, ci-failure
     register_app_commands(commands, add_command)

@@ -11,10 +11,13 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any, get_args, get_origin, get_type_hints
 
 from bot import __version__
+from bot.core.disposition import Disposition
+from bot.core.ladder import RungResult
 from bot.core.records import Classification, ReporterEnvironment
 
-SCHEMA_VERSION = 2  # 2: runs say whether the launcher saw them fail; silent checks; reasons for not reproducing
-READABLE_VERSIONS = (1, 2)  # version 2 only adds fields with defaults: an older runner's report still reads
+SCHEMA_VERSION = 3  # 2: runs say whether the launcher saw them fail; silent checks; reasons for not reproducing
+#                     3: the ablation ladder, the disposition and a verified workaround
+READABLE_VERSIONS = (1, 2, 3)  # each version only adds fields with defaults: an older runner's report still reads
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,33 @@ class RegressionTest:
 
 
 @dataclass(frozen=True)
+class LadderReport:
+    """The ablation ladder's runs (bot/core/ladder.py) and what they conclude."""
+
+    rungs: tuple[RungResult, ...] = ()
+    layer: str | None = None
+    owner: str | None = None
+    category: str | None = None  # the category the owning layer re-files to
+    cheapest_backend: str | None = None
+    sentence: str = ""
+    workarounds: tuple[str, ...] = ()  # side switches (dynamic=False, fullgraph=False) that avoid it
+    skipped: str | None = None  # why the ladder did not run
+    script: str = "repro"  # which script climbed it: repro | minimized
+    wall_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Workaround:
+    """A rewrite of the repro that shows a limitation's workaround, and whether a run confirmed it."""
+
+    kind: str
+    note: str
+    source: str
+    verified: bool
+    verification: str  # what the run showed
+
+
+@dataclass(frozen=True)
 class TriageReport:
     classification: Classification
     source: str  # issue | comment | ci_job | local_file
@@ -160,6 +190,9 @@ class TriageReport:
     minimized: MinimizedRepro | None = None
     test_suggestion: TestSuggestion | None = None
     regression_test: RegressionTest | None = None
+    ladder: LadderReport | None = None
+    disposition: Disposition | None = None
+    workaround: Workaround | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     tool_version: str = __version__

@@ -15,6 +15,8 @@ from typing import Any, Mapping
 import re2
 import yaml
 
+from bot.core.disposition import DispositionTable, parse_dispositions
+from bot.core.ladder import LadderTable, parse_ladder
 from bot.core.tables import (FORBIDDEN_TEST_FILES, ExcerptRules, FeatureRule, RulesError, TestFileRules, TestPlan,
                              parse_excerpts, parse_features, parse_regression, parse_reproduction, parse_test_files)
 
@@ -148,9 +150,17 @@ class Ruleset:
     def reproduction(self) -> Mapping:
         return parse_reproduction(self._table("reproduction.yaml"), self.categories, f"{self.where}/reproduction.yaml")
 
+    @cached_property
+    def ladder(self) -> LadderTable:
+        return parse_ladder(self._table("ladder.yaml"), self.categories, f"{self.where}/ladder.yaml")
+
+    @cached_property
+    def dispositions(self) -> DispositionTable:
+        return parse_dispositions(self._table("disposition.yaml"), self.categories, f"{self.where}/disposition.yaml")
+
     def check_all(self) -> None:
         """Read and check every table now."""
-        for table in ("features", "regression_plans", "test_files", "excerpts", "reproduction"):
+        for table in ("features", "regression_plans", "test_files", "excerpts", "reproduction", "ladder", "dispositions"):
             getattr(self, table)
 
 

@@ -120,8 +120,20 @@ def _render(report, category, registry, commands, fixed, excerpts, log_budget, c
                   graph_break=_graph_break(graph_break), repro=repro, logs=logs, test=test, test_source=test_source,
                   verification=VERIFICATION_LINES.get(test.verification, test.verification) if test else None,
                   suggestion=report.test_suggestion, commands=commands, trimmed=trimmed, pull_request=pull_request,
+                  ladder_rows=ladder_rows(report), workaround_source=_trimmed_code(
+                      report.workaround.source if report.workaround else None, code_budget, "workaround", trimmed),
                   celebration=celebration(report) if fixed else None,
                   fence=fence, inert=inert, inert_line=inert_line, details=details, code_span=code_span)
+
+
+def ladder_rows(report: TriageReport) -> list[tuple[str, str, str]]:
+    """(run, result, error) table cells, inert: the error is the run's own text, one line, no pipes."""
+    rows = []
+    for rung in report.ladder.rungs if report.ladder else ():
+        error = " ".join((rung.exception or "").split("\n", 1)[0].split())[:120]
+        cell = code_span(error).replace("|", "\\|") if error else ""
+        rows.append((inert_line(rung.title, 80), rung.outcome.replace("_", " "), cell))
+    return rows
 
 
 def _trimmed_code(source: str | None, budget: int, what: str, trimmed: list[str]) -> str | None:

@@ -160,10 +160,11 @@ class Reproducer:
         self.records: list[RunRecord] = []
         self.artifacts: list[str] = []
         self.script_used: str | None = None
+        self.script_given: str | None = None
         self.device = "cpu"
 
     def reproduce(self, script: str, issue_text: str | None = None) -> Reproduction:
-        self.script_used = script
+        self.script_used = self.script_given = script
         from_text = self.classifier.classify_text(issue_text) if issue_text else None
         text_category = from_text.category if from_text and self.ruleset.is_pt2_category(from_text.category) else None
         device = self.device = "cuda" if needs_gpu(script, self.options.device) else "cpu"
@@ -277,7 +278,8 @@ class Reproducer:
                             reason=code, reason_text=sentence, next_step=next_step, **base)
 
     def _script_note(self, original: str | None) -> str | None:
-        if self.script_used is None or (original is not None and self.script_used == original):
+        original = original if original is not None else self.script_given
+        if self.script_used is None or self.script_used == original:
             return None
         added = [line for line in self.script_used.split("\n")[:8] if line.startswith(("import ", "from "))]
         return f"ran with `{added[0]}` added (the snippet used it without importing it)" if added else None

@@ -1,4 +1,4 @@
-"""The full local triage: extract → classify → reproduce → minimize → suggest → regress → report.
+"""The full local triage: extract → classify → reproduce → minimize → ladder → dispose → suggest → regress → report.
 
 Each stage is a call into the module that owns it; this file only sequences them, times them and
 decides what to skip (no repro in the issue: nothing to run; not reproduced: nothing to minimize).
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -19,16 +19,21 @@ from bot.core.classify import Classifier
 from bot.pipeline.comment import load_command_help, render_comment
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.pipeline.minimize import Minimizer, NotReproducible
+from bot.core import disposition as disposition_rules
+from bot.core.disposition import Disposition
 from bot.core.records import Classification, TriageRequest
+from bot.core.source import with_backend
 from bot.pipeline.regress import generate, verification_verdict
 from bot.pipeline.test_patch import add_method_to_file, required_imports, unified_patch
-from bot.core.report import MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion, TriageReport
+from bot.core.report import (LadderReport, MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion,
+                             TriageReport, Workaround)
+from bot.pipeline.ladder import LadderRunner, Target, deciding_record, disposition_facts, try_workarounds
 from bot.pipeline.reproduce import ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text, record_reproduces
 from bot.pipeline.placement import FailureTouches, frames_of, read_checkout, suggest_test_file
 
 log = logging.getLogger(__name__)
 
-STAGES = ("extract", "classify", "reproduce", "minimize", "suggest", "regress", "write")  # in report.stage_seconds
+STAGES = ("extract", "classify", "reproduce", "minimize", "ladder", "dispose", "suggest", "regress", "write")  # in report.stage_seconds
 Progress = Callable[[str, str, float], None]  # (stage, what happened, seconds)
 
 
@@ -36,6 +41,8 @@ Progress = Callable[[str, str, float], None]  # (stage, what happened, seconds)
 class TriageOptions:
     out_dir: Path
     issue_number: int | None = None
+    issue_url: str | None = None  # what the generated test and the PR name (never a local path)
+    ladder: bool = True
     pytorch_root: Path | None = None
     device: str = "auto"
     minimize_budget_s: float = 300
@@ -56,6 +63,9 @@ class TriageRun:
     minimized: MinimizedRepro | None = None
     suggestion: TestSuggestion | None = None
     regression: RegressionTest | None = None
+    ladder: LadderReport | None = None
+    disposition: Disposition | None = None
+    workaround: Workaround | None = None
     frames: tuple[str, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -87,8 +97,8 @@ class Triage:
                    if issue_text else "the input is a script")
         self.timed(run, "classify", lambda r: f"from the text: {from_text.category} ({from_text.confidence:.2f})"
                    if issue_text else "deferred to the run's output")
-        for name, step in (("reproduce", self.reproduce), ("minimize", self.minimize), ("suggest", self.suggest),
-                           ("regress", self.regress)):
+        for name, step in (("reproduce", self.reproduce), ("minimize", self.minimize), ("ladder", self.ladder),
+                           ("dispose", self.dispose), ("suggest", self.suggest), ("regress", self.regress)):
             self.timed(run, name, step)
         self.timed(run, "write", lambda r: self.write(self.report(r)))
         return self.report(run)
@@ -147,18 +157,72 @@ class Triage:
         run.suggestion = suggest_test_file(category, touches, rules, never, checkout)
         return f"{run.suggestion.path}: {run.suggestion.reason}" if run.suggestion else f"no test for {category.id}"
 
+    def ladder(self, run: TriageRun) -> str:
+        target = self.ladder_target(run)
+        if target is None or not self.options.ladder:
+            return "skipped: " + ("turned off" if target is not None else "nothing reproduced to localize")
+        budget = min(self.options.run_timeout_s, 3 * target.record.duration_s + 60)
+        climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=self.options.jobs,
+                               gpu=self.test_device(run) == "cuda")
+        run.ladder = climber.climb(target)
+        if run.ladder.skipped:
+            return f"skipped: {run.ladder.skipped}"
+        if run.ladder.category and run.ladder.category != run.classification.category:
+            run.classification = replace(run.classification, category=run.ladder.category,
+                                         rule=f"ladder:{run.ladder.layer} ({run.classification.rule})")
+        rows = ", ".join(f"{r.rung} {r.outcome}" for r in run.ladder.rungs)
+        return f"{run.ladder.owner or 'no rung owns it'}: {rows}"
+
+    def ladder_target(self, run: TriageRun) -> Target | None:
+        record = deciding_record(run.reproduction)
+        if record is None or run.script is None:
+            return None
+        if run.minimized and run.minimized.signature_preserved:
+            return Target(run.minimized.source, "minimized", run.classification.category, record)
+        return Target(run.script, "repro", run.classification.category, record)
+
+    def dispose(self, run: TriageRun) -> str:
+        facts = disposition_facts(run.reproduction, run.script, run.request.text or "", run.ladder)
+        run.disposition = disposition_rules.decide(self.classifier.ruleset.dispositions, facts)
+        record = deciding_record(run.reproduction)
+        if run.disposition.workarounds and run.script and record is not None:
+            run.workaround = try_workarounds(run.disposition.workarounds, run.script, record.output_tail, self.runner,
+                                             timeout_s=self.options.run_timeout_s, gpu=self.test_device(run) == "cuda")
+        shown = f"; workaround {run.workaround.kind} {'verified' if run.workaround.verified else 'not verified'}" \
+            if run.workaround else ""
+        return f"{run.disposition.kind} ({run.disposition.rule}){shown}"
+
     def regress(self, run: TriageRun) -> str:
         plan = self.classifier.ruleset.regression_plans.get(run.classification.category)
         source = self.test_source(run)
+        if run.disposition and not run.disposition.wants_regression_test:
+            return f"skipped: a {run.disposition.kind.replace('_', ' ')} gets no regression test ({run.disposition.rule})"
         if plan is None or source is None:
             return "skipped: " + ("no repro to turn into a test" if source is None else
                                   f"no regression test for {run.classification.category}")
+        cheap = run.ladder.cheapest_backend if run.ladder else None
+        if cheap and cheap != "inductor":
+            test, (verdict, sentence, signature) = self.generate_and_verify(run, with_backend(source, cheap), plan)
+            if verdict == "fails_same":
+                return self.keep_test(run, test, verdict, f"{sentence} (backend={cheap!r}, the cheapest that fails)", signature)
+        test, (verdict, sentence, signature) = self.generate_and_verify(run, source, plan)
+        return self.keep_test(run, test, verdict, sentence, signature)
+
+    def generate_and_verify(self, run: TriageRun, source: str, plan):
         graph_break = self.classifier.registry.get(run.classification.graph_break_id) \
             if self.classifier.registry and run.classification.category == "graph_break" else None
         test = generate(source, run.classification, plan, device=self.test_device(run),
                         issue_number=self.options.issue_number, graph_break_title=graph_break.gb_type if graph_break else None,
-                        reference=run.request.reference, torch_version=self.machine.torch_version)
-        verdict, sentence, signature = self.verify(run, test.file_source)
+                        reference=self.reference(), torch_version=self.machine.torch_version)
+        return test, self.verify(run, test.file_source)
+
+    def reference(self) -> str | None:
+        """How the generated test names the issue: its URL, else its number; never a local path."""
+        if self.options.issue_url:
+            return self.options.issue_url
+        return f"issue #{self.options.issue_number}" if self.options.issue_number else None
+
+    def keep_test(self, run: TriageRun, test, verdict: str, sentence: str, signature: str | None) -> str:
         run.regression = RegressionTest(
             test_name=test.test_name, class_name=test.class_name, assertion=test.assertion, device=test.device,
             method_source=test.method_source, file_source=test.file_source, verification=verdict,
@@ -206,7 +270,8 @@ class Triage:
             classification=run.classification, source="local_file", reference=run.request.reference,
             reporter_environment=run.request.environment, machine=self.machine, reproduction=run.reproduction,
             issue_number=self.options.issue_number, title=None, repro_source=run.script, minimized=run.minimized,
-            test_suggestion=run.suggestion, regression_test=run.regression, stage_seconds=dict(run.seconds))
+            test_suggestion=run.suggestion, regression_test=run.regression, ladder=run.ladder,
+            disposition=run.disposition, workaround=run.workaround, stage_seconds=dict(run.seconds))
 
     def write(self, report: TriageReport) -> str:
         out = self.options.out_dir

@@ -112,7 +112,7 @@ def test_every_table_is_read_once_and_checked_against_the_categories(tmp_path):
     from importlib import resources
 
     for name in ("categories.yaml", "patterns.yaml", "features.yaml", "regression.yaml", "test_files.yaml",
-                 "excerpts.yaml", "reproduction.yaml"):
+                 "excerpts.yaml", "reproduction.yaml", "ladder.yaml", "disposition.yaml"):
         shutil.copy(resources.files("bot.rules") / name, tmp_path / name)
     load_ruleset(tmp_path, check_all=True)  # the bundled tables are consistent
     text = (tmp_path / "regression.yaml").read_text()

@@ -1,0 +1,115 @@
+"""Bug or expected behaviour: every report's disposition, from bot/rules/disposition.yaml (pure).
+
+Not every reproduced failure is a compiler bug. A graph break that torch's registry calls
+fundamental, or a Python `if` on tensor data under fullgraph=True, is documented behaviour with a
+workaround; a repro that fails with the compiler off is the code's own error. The first rule of the
+table that holds decides, and its reason (filled in from the facts) is shown to the reader.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from bot.core.tables import RulesError, require
+
+DISPOSITIONS = ("bug", "limitation", "user_error", "needs_info")
+STATES = ("reproduced", "not_run", "not_reproduced")
+WORKAROUNDS = ("hints", "torch_cond", "capture_scalar_outputs")
+CONDITIONS = ("state", "layer", "message", "no_script")
+HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.M)
+
+
+@dataclass(frozen=True)
+class DispositionRule:
+    id: str
+    disposition: str
+    reason: str  # a template: {eager_error}, {reason_text}, {ladder_note}
+    states: tuple[str, ...] = ()
+    layers: tuple[str, ...] = ()
+    message: re.Pattern | None = None
+    no_script: bool | None = None
+    workaround: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DispositionTable:
+    meanings: Mapping[str, str]
+    rules: tuple[DispositionRule, ...]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the disposition is decided from (all plain values the pipeline already has)."""
+
+    state: str  # reproduced | not_run | not_reproduced
+    has_script: bool
+    failure_text: str  # the reproducing run's output, else the issue text when nothing ran
+    layer: str | None = None  # the ladder's owning layer
+    eager_error: str | None = None  # the compiler-off rung's exception
+    reason_text: str | None = None  # why it did not run or reproduce
+    ladder_note: str | None = None  # the ladder's sentence
+
+
+@dataclass(frozen=True)
+class Disposition:
+    kind: str
+    rule: str
+    reason: str
+    meaning: str
+    workarounds: tuple[str, ...] = ()  # kinds to try (bot/core/workaround.py)
+    hints: tuple[str, ...] = ()  # torch's own "Hint:" lines from the failure
+
+    @property
+    def wants_regression_test(self) -> bool:
+        """A limitation or a user error gets no test: no fix is coming. A report not reproduced here
+        still gets one (it passes now: a guard, offered, not filed)."""
+        return self.kind in ("bug", "needs_info")
+
+    @property
+    def wants_pull_request(self) -> bool:
+        return self.kind == "bug"
+
+
+def parse_dispositions(doc: Any, categories: Mapping, where: str) -> DispositionTable:
+    """bot/rules/disposition.yaml, checked; the last rule must hold always (an empty `when`)."""
+    require(isinstance(doc, dict) and {"dispositions", "rules"} <= set(doc), where, "needs dispositions and rules")
+    require(set(doc["dispositions"]) == set(DISPOSITIONS), where, f"dispositions must be {', '.join(DISPOSITIONS)}")
+    rules = tuple(_rule(raw, f"{where}: rules[{i}]") for i, raw in enumerate(doc["rules"]))
+    require(bool(rules) and not rules[-1].states and not rules[-1].layers and rules[-1].message is None
+            and rules[-1].no_script is None, where, "the last rule must have an empty `when` (the default)")
+    return DispositionTable(dict(doc["dispositions"]), rules)
+
+
+def _rule(raw: Any, where: str) -> DispositionRule:
+    require(isinstance(raw, dict) and {"id", "disposition", "when", "reason"} <= set(raw), where,
+            "needs id, disposition, when and reason")
+    require(raw["disposition"] in DISPOSITIONS, where, f"unknown disposition {raw['disposition']!r}")
+    when = raw["when"] or {}
+    require(set(when) <= set(CONDITIONS), where, f"`when` may name only {', '.join(CONDITIONS)}")
+    require(set(when.get("state", ())) <= set(STATES), where, f"state must be among {', '.join(STATES)}")
+    workaround = tuple(raw.get("workaround") or ())
+    require(set(workaround) <= set(WORKAROUNDS), where, f"workaround must be among {', '.join(WORKAROUNDS)}")
+    try:
+        message = re.compile(when["message"]) if "message" in when else None
+    except re.error as exc:
+        raise RulesError(f"{where}: `message` is not a valid regex: {exc}") from None
+    return DispositionRule(raw["id"], raw["disposition"], raw["reason"], tuple(when.get("state", ())),
+                           tuple(when.get("layer", ())), message, when.get("no_script"), workaround)
+
+
+def holds(rule: DispositionRule, facts: Facts) -> bool:
+    return ((not rule.states or facts.state in rule.states)
+            and (not rule.layers or facts.layer in rule.layers)
+            and (rule.message is None or bool(rule.message.search(facts.failure_text)))
+            and (rule.no_script is None or rule.no_script == (not facts.has_script)))
+
+
+def decide(table: DispositionTable, facts: Facts) -> Disposition:
+    rule = next(r for r in table.rules if holds(r, facts))
+    values = {"eager_error": facts.eager_error or "the same error",
+              "reason_text": facts.reason_text or "no reason was recorded",
+              "ladder_note": f": {facts.ladder_note[0].lower()}{facts.ladder_note[1:].rstrip('.')}" if facts.ladder_note else ""}
+    hints = tuple(dict.fromkeys(h.strip() for h in HINT.findall(facts.failure_text)))[:6] if "hints" in rule.workaround else ()
+    return Disposition(rule.disposition, rule.id, rule.reason.format(**values), table.meanings[rule.disposition],
+                       tuple(w for w in rule.workaround if w != "hints"), hints)

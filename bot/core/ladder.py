@@ -1,0 +1,220 @@
+"""The ablation ladder, decided: which layer of the PT2 stack owns a reproduced failure.
+
+A PT2 oncall localizes a failure by re-running it one switch at a time: compiler off, then
+backend="eager" (Dynamo alone), "aot_eager" (+ AOTAutograd), "aot_eager_decomp_partition"
+(+ decompositions and the partitioner), "inductor". The first rung that fails the way the repro
+failed owns it (bot/rules/ladder.yaml says which layer each rung adds, and what owning means).
+The runs happen in bot/pipeline/ladder.py; everything here is a pure function of the table, the
+repro's text and the runs' observations.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from bot.core.tables import JUDGES, require
+
+# What a rung's run showed, compared with the repro's own failure.
+FAILS = "fails"  # fails the way the repro failed (same category, or same exception type)
+FAILS_DIFFERENTLY = "fails_differently"
+PASSES = "passes"
+OUTCOMES = (FAILS, FAILS_DIFFERENTLY, PASSES, "timeout", "limit", "not_run")
+
+
+@dataclass(frozen=True)
+class Rung:
+    id: str
+    title: str
+    probe: Mapping[str, Any]  # the in-run probe's switches (runners/_torch_probe.py)
+    layer: str | None = None  # the layer a ladder rung adds; None for a side switch
+    when_code: str | None = None  # a switch runs when the repro's code matches ...
+    when_categories: tuple[str, ...] = ()  # ... or the failure is one of these categories
+
+    @property
+    def backend(self) -> str | None:
+        return self.probe.get("backend")
+
+
+@dataclass(frozen=True)
+class Layer:
+    id: str
+    owner: str
+    says: str
+    categories: tuple[str, ...]
+    refile: str
+
+
+@dataclass(frozen=True)
+class LadderTable:
+    rungs: tuple[Rung, ...]
+    switches: tuple[Rung, ...]
+    layers: Mapping[str, Layer]
+    requires_code: str
+    judges: Mapping[str, str]  # category -> the probe judge that tells a rung's silent failure
+
+    @property
+    def compiler_off(self) -> Rung:
+        return self.rungs[0]
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One run as the ladder sees it (from the launcher's record and the run's classification)."""
+
+    status: str  # the runner's status: ok, error, timeout, limit, crashed
+    failed: bool  # the launcher saw it fail
+    category: str | None = None
+    exception: str | None = None  # "Type: message" of the uncaught exception
+    silent_differs: bool | None = None  # the judge's finding, for a silent failure (None: not measured)
+
+
+@dataclass(frozen=True)
+class RungResult:
+    rung: str
+    title: str
+    outcome: str
+    category: str | None = None
+    exception: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the ladder concludes: the owning layer, the category it re-files to, the cheapest
+    backend that still fails (for the regression test), and a sentence that says why."""
+
+    layer: str | None
+    owner: str | None
+    category: str | None
+    cheapest_backend: str | None
+    sentence: str
+    workarounds: tuple[str, ...] = ()  # side switches that make the failure go away
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+def parse_ladder(doc: Any, categories: Mapping, where: str) -> LadderTable:
+    """bot/rules/ladder.yaml, checked: rungs name known layers, layers name known categories."""
+    require(isinstance(doc, dict), where, "must be a mapping")
+    for name in ("rungs", "switches", "layers", "requires_code"):
+        require(name in doc, where, f"missing `{name}`")
+    layers = {lid: _layer(lid, raw, categories, f"{where}: layers.{lid}") for lid, raw in doc["layers"].items()}
+    rungs = tuple(_rung(raw, f"{where}: rungs[{i}]") for i, raw in enumerate(doc["rungs"]))
+    require(len(rungs) >= 2 and rungs[0].probe.get("compiler") == "off", where,
+            "the first rung must turn the compiler off")
+    for rung in rungs:
+        require(rung.layer in layers, f"{where}: {rung.id}", f"unknown layer {rung.layer!r}")
+    switches = tuple(_rung(raw, f"{where}: switches[{i}]", switch=True) for i, raw in enumerate(doc["switches"]))
+    judges = dict(doc.get("judges") or {})
+    for category, judge in judges.items():
+        require(category in categories and judge in JUDGES, f"{where}: judges.{category}", f"unknown category or judge {judge!r}")
+    re.compile(doc["requires_code"])
+    return LadderTable(rungs, switches, layers, doc["requires_code"], judges)
+
+
+def _rung(raw: Any, where: str, switch: bool = False) -> Rung:
+    require(isinstance(raw, dict) and {"id", "title", "probe"} <= set(raw), where, "needs id, title and probe")
+    if switch:
+        re.compile(raw.get("when_code") or "")
+        return Rung(raw["id"], raw["title"], dict(raw["probe"]), None, raw.get("when_code"),
+                    tuple(raw.get("when_categories") or ()))
+    require("layer" in raw, where, "a rung needs the layer it adds")
+    return Rung(raw["id"], raw["title"], dict(raw["probe"]), raw["layer"])
+
+
+def _layer(lid: str, raw: Any, categories: Mapping, where: str) -> Layer:
+    require(isinstance(raw, dict) and {"owner", "says", "categories", "refile"} <= set(raw), where,
+            "needs owner, says, categories and refile")
+    for cid in list(raw["categories"]) + [raw["refile"]]:
+        require(cid in categories, where, f"unknown category {cid!r}")
+    return Layer(lid, raw["owner"], raw["says"], tuple(raw["categories"]), raw["refile"])
+
+
+# --- planning -----------------------------------------------------------------------------------
+
+def not_applicable(table: LadderTable, script: str | None, category: str, failed: bool) -> str | None:
+    """Why the ladder cannot run for this repro, or None when it can."""
+    if not script:
+        return "there is no repro to run"
+    if not re.search(table.requires_code, script):
+        return "the repro has no torch.compile call to switch (torch.export and AOTInductor have no backend switch)"
+    if not failed and category not in table.judges:
+        return f"a {category} finding is a measurement, not a failure a backend switch can localize"
+    return None
+
+
+def plan(table: LadderTable, script: str, category: str) -> tuple[Rung, ...]:
+    """The rungs to run, then the side switches whose condition holds (each run once, in parallel)."""
+    switches = tuple(s for s in table.switches
+                     if category in s.when_categories or (s.when_code and re.search(s.when_code, script)))
+    return table.rungs + switches
+
+
+def probe_for(rung: Rung, table: LadderTable, category: str) -> dict[str, Any]:
+    """The probe switches of one rung's run: the rung's own, plus the judge's measurement when the
+    failure is silent (an accuracy mismatch is seen only by comparing)."""
+    probe = dict(rung.probe)
+    judge = table.judges.get(category)
+    if judge and rung.probe.get("compiler") != "off":
+        probe[judge] = True
+    return probe
+
+
+# --- judging one rung ---------------------------------------------------------------------------
+
+def rung_outcome(rung: Rung, target: Observed, seen: Observed) -> str:
+    """How `seen` (the run at `rung`) compares with `target` (the repro's own failing run)."""
+    if seen.status in ("timeout", "limit"):
+        return seen.status
+    if seen.silent_differs is not None and not seen.failed:
+        return FAILS if seen.silent_differs else PASSES
+    if not seen.failed:
+        return PASSES
+    if rung.probe.get("compiler") == "off":
+        return FAILS if _eager_shares(target, seen) else FAILS_DIFFERENTLY
+    if seen.category == target.category or _type(seen.exception) == _type(target.exception):
+        return FAILS
+    return FAILS_DIFFERENTLY
+
+
+def _type(exception: str | None) -> str | None:
+    """The exception's short type name ("torch._dynamo.exc.Unsupported: ..." -> "Unsupported")."""
+    if not exception:
+        return None
+    return exception.partition(":")[0].strip().rsplit(".", 1)[-1] or None
+
+
+def _eager_shares(target: Observed, seen: Observed) -> bool:
+    """Without the compiler, the run fails with the same error: the same type, or the eager
+    message inside the compiled one (Dynamo wraps an eager error it meets while tracing:
+    `TorchRuntimeError: Dynamo failed to run FX node ... mat1 and mat2 shapes cannot be multiplied`)."""
+    if _type(seen.exception) == _type(target.exception) or seen.category == target.category:
+        return True
+    message = (seen.exception or "").partition(":")[2].strip().split("\n", 1)[0][:80]
+    return len(message) >= 12 and message in (target.exception or "")
+
+
+# --- the verdict --------------------------------------------------------------------------------
+
+def decide(table: LadderTable, results: tuple[RungResult, ...], category: str) -> Verdict:
+    """The first ladder rung that fails the same way owns the failure; side switches that pass
+    are workarounds."""
+    by_id = {r.rung: r for r in results}
+    workarounds = tuple(s.title for s in table.switches if by_id.get(s.id) and by_id[s.id].outcome == PASSES)
+    owner_rung = next((r for r in table.rungs if by_id.get(r.id) and by_id[r.id].outcome == FAILS), None)
+    if owner_rung is None:
+        return Verdict(None, None, None, None, "no rung of the ladder failed the way the repro did "
+                       "(the repro may use a backend or setting the ladder does not switch)", workarounds)
+    layer = table.layers[owner_rung.layer]
+    refiled = category if category in layer.categories else layer.refile
+    cheapest = owner_rung.backend
+    sentence = f"{layer.says[0].upper()}{layer.says[1:]}."
+    if refiled != category:
+        sentence += f" Re-filed from {category} to {refiled}."
+    return Verdict(layer.id, layer.owner, refiled, cheapest, sentence, workarounds)
+
+
+def table_of(results: tuple[RungResult, ...]) -> list[tuple[str, str, str]]:
+    """(rung, outcome, what it showed) rows for a report or a comment."""
+    return [(r.title, r.outcome.replace("_", " "), r.exception or r.category or "") for r in results]

@@ -1,0 +1,178 @@
+"""The ladder, disposition and workaround stages: runs in parallel, decisions in bot/core.
+
+The ladder re-runs the (minimized) repro once per rung of bot/rules/ladder.yaml, each run with the
+in-run probe's switch (`TRIAGE_TORCH_PROBE`: backend, compiler off, dynamic=False, fullgraph=False),
+in parallel through the runner it is given (warm workers). The repro's own failing run is the
+`inductor` rung when it compiled with the default backend, so that rung is not run twice. When the
+compiler-off rung fails the same way, the rungs not yet started are cancelled: the code fails
+without PT2 and the other rungs cannot change that.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from runners.sandbox import RunSpec
+
+from bot.core import disposition as disposition_rules
+from bot.core import ladder as ladder_rules
+from bot.core import outcome, workaround
+from bot.core.classify import Classifier
+from bot.core.report import LadderReport, Reproduction, RunRecord, Workaround
+from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, Runner, output_text, record_reproduces
+
+CUSTOM_BACKEND = re.compile(r"\bbackend\s*=")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The failure the ladder localizes: the script that failed and how it failed."""
+
+    script: str
+    which: str  # repro | minimized
+    category: str
+    record: RunRecord  # the run that reproduced it (the repro's, for a minimized script too: same signature)
+
+
+def deciding_record(reproduction: Reproduction | None) -> RunRecord | None:
+    """The run that showed the failure: the first failing one, else (a silent failure) the
+    differential run that measured it."""
+    if reproduction is None or not reproduction.reproduced:
+        return None
+    failing = next((r for r in reproduction.runs if record_reproduces(r)), None)
+    return failing or next((r for r in reversed(reproduction.runs) if r.probe), None)
+
+
+class LadderRunner:
+    def __init__(self, classifier: Classifier, runner: Runner, *, timeout_s: float, jobs: int, gpu: bool):
+        self.classifier = classifier
+        self.runner = runner
+        self.timeout_s = timeout_s
+        self.jobs = max(1, jobs)
+        self.gpu = gpu
+
+    @property
+    def table(self) -> ladder_rules.LadderTable:
+        return self.classifier.ruleset.ladder
+
+    def climb(self, target: Target) -> LadderReport:
+        started = time.monotonic()
+        failed = bool(target.record.failed)
+        why_not = ladder_rules.not_applicable(self.table, target.script, target.category, failed)
+        if why_not:
+            return LadderReport(skipped=why_not, script=target.which)
+        goal = self._observed_target(target)
+        rungs = ladder_rules.plan(self.table, target.script, target.category)
+        results = self._run_all(target, goal, rungs)
+        verdict = ladder_rules.decide(self.table, results, target.category)
+        return LadderReport(rungs=results, layer=verdict.layer, owner=verdict.owner, category=verdict.category,
+                            cheapest_backend=verdict.cheapest_backend, sentence=verdict.sentence,
+                            workarounds=verdict.workarounds, script=target.which,
+                            wall_s=round(time.monotonic() - started, 2))
+
+    def _observed_target(self, target: Target) -> ladder_rules.Observed:
+        record = target.record
+        return ladder_rules.Observed(record.status, bool(record.failed), target.category, record.exception)
+
+    def _run_all(self, target: Target, goal: ladder_rules.Observed,
+                 rungs: tuple[ladder_rules.Rung, ...]) -> tuple[ladder_rules.RungResult, ...]:
+        done: dict[str, ladder_rules.RungResult] = {}
+        reused = self._reused_inductor(target, goal)
+        if reused:
+            done[reused.rung] = reused
+        todo = [r for r in rungs if r.id not in done]
+        with ThreadPoolExecutor(self.jobs) as pool:
+            futures = {pool.submit(self._run_rung, target, goal, rung): rung for rung in todo}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    result = future.result()
+                    done[result.rung] = result
+                    if futures[future] is self.table.compiler_off and result.outcome == ladder_rules.FAILS:
+                        for other in pending:
+                            other.cancel()
+                pending = {f for f in pending if not f.cancelled()}
+        return tuple(done.get(r.id) or ladder_rules.RungResult(r.id, r.title, "not_run") for r in rungs)
+
+    def _reused_inductor(self, target: Target, goal: ladder_rules.Observed) -> ladder_rules.RungResult | None:
+        """The repro's own failing run is the inductor rung when the script compiles with the default
+        backend and the failure was seen by the launcher (a silent failure needs its comparison run)."""
+        last = self.table.rungs[-1]
+        if target.which != "repro" or CUSTOM_BACKEND.search(target.script) or not goal.failed or last.backend != "inductor":
+            return None
+        return ladder_rules.RungResult(last.id, last.title, ladder_rules.FAILS, target.category, target.record.exception,
+                                       target.record.duration_s)
+
+    def _run_rung(self, target: Target, goal: ladder_rules.Observed, rung: ladder_rules.Rung) -> ladder_rules.RungResult:
+        probe = ladder_rules.probe_for(rung, self.table, target.category)
+        spec = RunSpec(script=target.script, env={**ALWAYS_ENV, PROBE_ENV: json.dumps(probe, sort_keys=True)},
+                       timeout_s=self.timeout_s, gpu=self.gpu)
+        result = self.runner(spec)
+        classification = self.classifier.classify_text(output_text(result), context=target.script)
+        uncaught = getattr(result, "uncaught_exception", None)
+        exception = f"{uncaught.get('type', '')}: {str(uncaught.get('message', ''))[:300]}" if uncaught else None
+        seen = ladder_rules.Observed(result.status, outcome.launcher_failed(result), classification.category,
+                                     exception, self._silent_differs(result, target.category))
+        return ladder_rules.RungResult(rung.id, rung.title, ladder_rules.rung_outcome(rung, goal, seen),
+                                       classification.category if seen.failed else None, exception,
+                                       round(result.duration_s, 2))
+
+    def _silent_differs(self, result, category: str) -> bool | None:
+        judge = self.table.judges.get(category)
+        if not judge:
+            return None
+        findings = outcome.silent_findings(getattr(result, "probe", None), ((category, judge),),
+                                           self.classifier.ruleset.reproduction)
+        return findings[0].reproduced if findings else None
+
+
+# --- disposition and workaround ---------------------------------------------------------------------
+
+def disposition_facts(reproduction: Reproduction | None, script: str | None, issue_text: str,
+                      ladder: LadderReport | None) -> disposition_rules.Facts:
+    deciding = deciding_record(reproduction)
+    if script is None or reproduction is None or reproduction.status == "needs_gpu":
+        state, text = "not_run", issue_text
+    elif reproduction.reproduced:
+        state, text = "reproduced", deciding.output_tail if deciding else ""
+    else:
+        state, text = "not_reproduced", ""
+    off = next((r for r in (ladder.rungs if ladder else ()) if r.rung == "no_compiler"), None)
+    reason = (reproduction.reason_text if reproduction else None) or (
+        "the issue has no runnable repro" if script is None else None)
+    return disposition_rules.Facts(state=state, has_script=script is not None, failure_text=text,
+                                   layer=ladder.layer if ladder else None, eager_error=off.exception if off else None,
+                                   reason_text=reason, ladder_note=ladder.sentence if ladder and ladder.layer else None)
+
+
+REWRITES = {
+    "torch_cond": lambda script, output: workaround.torch_cond(script, workaround.failing_line(output)),
+    "capture_scalar_outputs": lambda script, output: workaround.capture_scalar_outputs(script),
+}
+
+
+def try_workarounds(kinds: tuple[str, ...], script: str, output: str, runner: Runner, *, timeout_s: float,
+                    gpu: bool) -> Workaround | None:
+    """The first rewrite that runs clean, else the first one tried with what its run showed."""
+    tried: Workaround | None = None
+    for kind in kinds:
+        try:
+            rewrite = REWRITES[kind](script, output)
+        except SyntaxError:
+            rewrite = None
+        if rewrite is None:
+            continue
+        result = runner(RunSpec(script=rewrite.source, env=dict(ALWAYS_ENV), timeout_s=timeout_s, gpu=gpu))
+        failed = outcome.launcher_failed(result)
+        uncaught = getattr(result, "uncaught_exception", None) or {}
+        shown = ("ran to completion" if not failed else
+                 f"still fails ({result.status}): {uncaught.get('type', '')}: {str(uncaught.get('message', ''))[:200]}")
+        found = Workaround(rewrite.kind, rewrite.note, rewrite.source, not failed, shown)
+        if found.verified:
+            return found
+        tried = tried or found
+    return tried

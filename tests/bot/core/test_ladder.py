@@ -1,0 +1,83 @@
+"""The ablation ladder's decisions, as plain values: which rung owns a failure, and what it re-files to."""
+from bot.core import ladder
+from bot.core.ladder import FAILS, FAILS_DIFFERENTLY, PASSES, Observed, RungResult
+from bot.core.ruleset import load_ruleset
+
+TABLE = load_ruleset().ladder
+RUNG = {r.id: r for r in TABLE.rungs + TABLE.switches}
+BACKEND_ERROR = Observed("error", True, "backend_compiler_failed", "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised")
+
+
+def results(**outcomes) -> tuple[RungResult, ...]:
+    return tuple(RungResult(rung, RUNG[rung].title, outcome) for rung, outcome in outcomes.items())
+
+
+def test_the_first_rung_that_fails_the_same_way_owns_the_failure():
+    verdict = ladder.decide(TABLE, results(no_compiler=PASSES, eager=PASSES, aot_eager=FAILS,
+                                           aot_eager_decomp_partition=FAILS, inductor=FAILS), "backend_compiler_failed")
+    assert (verdict.layer, verdict.owner, verdict.cheapest_backend) == ("aot_autograd", "AOTAutograd", "aot_eager")
+    assert verdict.category == "aot_autograd_failure"  # a "backend" failure that aot_eager shows is AOTAutograd's
+    assert "Re-filed from backend_compiler_failed to aot_autograd_failure" in verdict.sentence
+
+
+def test_failing_only_with_inductor_keeps_an_inductor_category():
+    verdict = ladder.decide(TABLE, results(no_compiler=PASSES, eager=PASSES, aot_eager=PASSES,
+                                           aot_eager_decomp_partition=PASSES, inductor=FAILS), "accuracy")
+    assert (verdict.owner, verdict.category, verdict.cheapest_backend) == ("Inductor", "accuracy", "inductor")
+
+
+def test_failing_with_the_compiler_off_is_the_codes_own_error():
+    verdict = ladder.decide(TABLE, results(no_compiler=FAILS, eager="not_run"), "dynamo_internal_error")
+    assert (verdict.layer, verdict.category) == ("eager", "not_pt2")
+
+
+def test_side_switches_that_pass_are_workarounds_and_own_nothing():
+    verdict = ladder.decide(TABLE, results(no_compiler=PASSES, eager=FAILS, no_fullgraph=PASSES), "graph_break")
+    assert verdict.owner == "Dynamo" and verdict.workarounds == ("fullgraph=False",)
+
+
+def test_no_rung_failing_says_so_instead_of_guessing():
+    verdict = ladder.decide(TABLE, results(no_compiler=PASSES, eager=PASSES, inductor=PASSES), "runtime_crash")
+    assert verdict.layer is None and "no rung" in verdict.sentence
+
+
+def test_a_rung_fails_the_same_way_by_category_or_exception_type():
+    other = Observed("error", True, "aot_autograd_failure", "torch._dynamo.exc.BackendCompilerFailed: backend='aot_eager' raised")
+    assert ladder.rung_outcome(RUNG["aot_eager"], BACKEND_ERROR, other) == FAILS  # same exception type
+    unrelated = Observed("error", True, "not_pt2", "ValueError: bad")
+    assert ladder.rung_outcome(RUNG["aot_eager"], BACKEND_ERROR, unrelated) == FAILS_DIFFERENTLY
+    assert ladder.rung_outcome(RUNG["aot_eager"], BACKEND_ERROR, Observed("ok", False)) == PASSES
+    assert ladder.rung_outcome(RUNG["aot_eager"], BACKEND_ERROR, Observed("timeout", True)) == "timeout"
+
+
+def test_eager_shares_an_error_that_dynamo_wrapped_while_tracing():
+    compiled = Observed("error", True, "dynamo_internal_error",
+                        "torch._dynamo.exc.TorchRuntimeError: Dynamo failed to run FX node with fake tensors: "
+                        "call_function <built-in function linear>: got RuntimeError('mat1 and mat2 shapes cannot be multiplied (4x3 and 4x4)')")
+    eager = Observed("error", True, "not_pt2", "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 4x4)")
+    assert ladder.rung_outcome(RUNG["no_compiler"], compiled, eager) == FAILS
+    unrelated = Observed("error", True, "not_pt2", "AssertionError: counters differ")
+    assert ladder.rung_outcome(RUNG["no_compiler"], compiled, unrelated) == FAILS_DIFFERENTLY
+
+
+def test_a_silent_failure_is_judged_by_its_comparison():
+    goal = Observed("ok", False, "accuracy")
+    assert ladder.rung_outcome(RUNG["aot_eager"], goal, Observed("ok", False, silent_differs=True)) == FAILS
+    assert ladder.rung_outcome(RUNG["aot_eager"], goal, Observed("ok", False, silent_differs=False)) == PASSES
+    assert ladder.probe_for(RUNG["aot_eager"], TABLE, "accuracy") == {"backend": "aot_eager", "compare": True}
+    assert ladder.probe_for(RUNG["no_compiler"], TABLE, "accuracy") == {"compiler": "off"}
+
+
+def test_the_plan_adds_switches_the_code_or_category_calls_for():
+    script = "import torch\nf = torch.compile(g, fullgraph=True, dynamic=True)\n"
+    planned = [r.id for r in ladder.plan(TABLE, script, "graph_break")]
+    assert planned[:5] == ["no_compiler", "eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
+    assert set(planned[5:]) == {"static_shapes", "no_fullgraph"}
+    assert [r.id for r in ladder.plan(TABLE, "import torch\ntorch.compile(g)\n", "backend_compiler_failed")][5:] == []
+
+
+def test_the_ladder_needs_a_torch_compile_call_to_switch():
+    assert ladder.not_applicable(TABLE, "import torch\ntorch.export.export(m, (x,))\n", "export_failure", True)
+    assert ladder.not_applicable(TABLE, "import torch\ntorch.compile(m)(x)\n", "performance", False)  # a measurement
+    assert ladder.not_applicable(TABLE, "import torch\ntorch.compile(m)(x)\n", "accuracy", False) is None
+    assert ladder.not_applicable(TABLE, None, "accuracy", True)

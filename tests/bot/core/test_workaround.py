@@ -1,0 +1,58 @@
+"""Rewrites that show a limitation's workaround; the README example's rewrite is run with real torch."""
+import ast
+import re
+
+import pytest
+
+from bot.core import workaround
+from runners.sandbox import RunSpec, run
+from tests import paths
+
+EXAMPLE = re.search(r"```python\n(.*?)```", (paths.EXAMPLES / "graph_break_fullgraph.md").read_text(), re.S).group(1)
+
+
+def test_if_else_returns_become_torch_cond_over_the_values_the_branches_read():
+    rewrite = workaround.torch_cond(EXAMPLE, line=11)
+    assert "return torch.cond(y.sum() > 0, cond_true_branch, cond_false_branch, (y,))" in rewrite.source
+    assert "def cond_true_branch(y):\n            return torch.relu(y)" in rewrite.source
+    assert "class Gate(torch.nn.Module):" in rewrite.source and "print(compiled(torch.randn(4, 16)))" in rewrite.source
+
+
+def test_item_is_taken_off_the_predicate_and_the_rest_of_the_function_is_the_else():
+    source = "import torch\n\n@torch.compile(fullgraph=True)\ndef f(x):\n    if x.sum().item() > 0:\n        return x + 1\n    y = x * 2\n    return y - 1\n"
+    rewritten = workaround.torch_cond(source, line=5).source
+    assert "torch.cond(x.sum() > 0, cond_true_branch, cond_false_branch, (x,))" in rewritten
+    assert "def cond_false_branch(x):\n        y = x * 2\n        return y - 1" in rewritten
+    ast.parse(rewritten)
+
+
+def test_branches_that_assign_return_what_they_assign():
+    source = "def f(x, s):\n    if s.item() > 0:\n        x = x + 1\n    else:\n        x = x - 1\n    return x\n"
+    rewritten = workaround.torch_cond(source, line=None).source
+    assert "x = torch.cond(s > 0, cond_true_branch, cond_false_branch, (x,))" in rewritten
+    assert rewritten.rstrip().endswith("return x")
+
+
+def test_code_of_another_shape_is_left_alone():
+    assert workaround.torch_cond("import torch\nif torch.rand(1) > 0:\n    print(1)\n", line=2) is None  # not in a function
+    assert workaround.torch_cond("def f(x):\n    if x:\n        return 1\n    print(x)\n", line=2) is None  # no else value
+    assert workaround.torch_cond("def f(:\n", line=1) is None
+
+
+def test_the_failing_line_is_dynamos_user_code_frame():
+    output = (paths.CORPUS / "recorded" / "dynamic_shapes_item.log").read_text()
+    assert workaround.failing_line(output) == 8
+    assert workaround.failing_line("no frames") is None
+
+
+def test_capture_scalar_outputs_goes_after_the_imports_once():
+    rewritten = workaround.capture_scalar_outputs("import torch\nimport math\n\nx = 1\n").source
+    assert rewritten.split("\n")[:3] == ["import torch", "import math", workaround.CAPTURE_SCALARS]
+    assert workaround.capture_scalar_outputs(rewritten) is None
+
+
+@pytest.mark.slow
+def test_the_readme_examples_rewrite_runs_under_fullgraph():
+    assert run(RunSpec(script=EXAMPLE, timeout_s=300)).status != "ok"
+    result = run(RunSpec(script=workaround.torch_cond(EXAMPLE, line=11).source, timeout_s=300))
+    assert result.status == "ok", result.stderr[-2000:]
