@@ -67,6 +67,7 @@ class Facts:
     chain: ExceptionChain | None
     _pt2_mention: Callable[[], bool] = field(repr=False)
     code: list[NumberedLine] = field(default_factory=list, repr=False)
+    run_output: bool = False  # the input is the output of a run we made (its script came as context)
 
     @property
     def raised(self) -> bool:
@@ -194,7 +195,8 @@ class Classifier:
     def _findings(self, buf: bytes, context: str, scan: ScanResult) -> "RuleFindings":
         chain = final_chain(buf, scan)
         code = code_lines(buf)
-        facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()), code)
+        facts = Facts(chain, lambda: self.scanner.mentions_pt2(buf) or self.scanner.mentions_pt2(context.encode()), code,
+                      run_output=bool(context))
         found = [m for p in self.ruleset.patterns if (m := self._match(p, scan, chain, code, facts))]
         matches = [m for m in found if m.can_decide] + [m for m in found if not m.can_decide]  # deciders first
         return RuleFindings(chain, facts, matches, self._decide([m for m in matches if m.can_decide], scan, chain, facts))

@@ -23,7 +23,7 @@ from bot.core.tables import (FORBIDDEN_TEST_FILES, ExcerptRules, FeatureRule, Ru
 CATEGORY_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 SCOPES = ("exception", "message", "origin", "frames", "line", "code")
 DECISIVE_SCOPES = ("exception", "message", "origin", "frames")  # the final error, not any line of a log
-FACTS = ("pt2_context", "pt2_code", "pt2_frames", "no_pt2_frames", "exception", "no_exception")
+FACTS = ("pt2_context", "pt2_code", "pt2_frames", "no_pt2_frames", "exception", "no_exception", "run_output")
 ARTIFACT_KINDS = ("trace", "compile_debug", "minifier")
 
 

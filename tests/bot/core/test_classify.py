@@ -248,3 +248,20 @@ def test_an_error_at_the_end_of_a_line_megabytes_long_is_still_found(classifier)
             b"torch._dynamo.exc.Unsupported: Data-dependent branching\n")
     result = classifier.classify(text, report=False)
     assert (result.category, result.rule) == ("graph_break", "unsupported_exception")
+
+
+CUDA_FAULTS = (
+    "torch.AcceleratorError: CUDA error: operation not supported on global/shared address space",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+    "RuntimeError: CUDA error: misaligned address",
+    "RuntimeError: CUDA error: device-side assert triggered",
+    "RuntimeError: Triton Error [CUDA]: an illegal instruction was encountered",
+)
+
+
+@pytest.mark.parametrize("error", CUDA_FAULTS)
+def test_a_cuda_fault_in_our_run_is_a_runtime_crash_whatever_raised_it(classifier, error):
+    """A user's own Triton kernel faulting (no torch.compile anywhere) is still not "ran clean"."""
+    output = f'Traceback (most recent call last):\n  File "/sandbox/repro.py", line 9, in <module>\n    torch.cuda.synchronize()\n{error}\n'
+    script = "import torch\nimport triton\n\n@triton.jit\ndef kernel(p):\n    pass\n"
+    assert classifier.classify_text(output, context=script).category == "runtime_crash"
