@@ -81,6 +81,18 @@ def outcome_of(case: dict, result: dict) -> tuple[str, str]:
     return "not reproduced", reproduction.get("reason") or reproduction["status"]
 
 
+def ladder_summary(report: dict) -> dict:
+    """The ladder's owner and rows, the disposition, and what the two stages cost beside the rest."""
+    ladder = report.get("ladder") or {}
+    stages = report.get("stage_seconds") or {}
+    extra = stages.get("ladder", 0.0) + stages.get("dispose", 0.0)
+    rest = sum(stages.values()) - extra
+    return {"owner": ladder.get("owner") or ladder.get("skipped"),
+            "ladder": {r["rung"]: r["outcome"] for r in ladder.get("rungs") or ()},
+            "disposition": (report.get("disposition") or {}).get("kind"),
+            "ladder_overhead": round(extra / rest, 3) if rest > 0 and extra else None}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", nargs="+", default=["dev", "test"], choices=["train", "dev", "test"])
@@ -98,7 +110,7 @@ def main() -> None:
         stages = (result.get("report") or {}).get("stage_seconds") or {}
         rows.append({"url": case["url"], "split": case["split"], "label": case["category"], "outcome": outcome,
                      "detail": detail, "wall_s": round(result["wall_s"], 1), "stages": stages,
-                     "reporter_torch": case.get("torch_version")})
+                     "reporter_torch": case.get("torch_version"), **ladder_summary(result.get("report") or {})})
         print(f"[{index}/{len(cases)}] {outcome:28s} {result['wall_s']:6.1f}s  {case['url']}  {detail[:100]}", flush=True)
     report(rows)
     if args.json:
@@ -129,6 +141,22 @@ def report(rows: list[dict]) -> None:
         print(f"| {stage} | {statistics.median(values):.1f} | {max(values):.1f} |")
     walls = [r["wall_s"] for r in rows]
     print(f"| whole triage | {statistics.median(walls):.1f} | {max(walls):.1f} |")
+    report_ladder(rows)
+
+
+def report_ladder(rows: list[dict]) -> None:
+    """Who owns each reproduction, its disposition, and the ladder's cost beside the rest of the triage."""
+    climbed = [r for r in rows if r.get("ladder")]
+    if not climbed:
+        return
+    print("\n| issue | label | owner | disposition | ladder |\n| --- | --- | --- | --- | --- |")
+    for row in climbed:
+        rungs = ", ".join(f"{k} {v}" for k, v in row["ladder"].items())
+        print(f"| {row['url']} | {row['label']} | {row['owner']} | {row['disposition']} | {rungs} |")
+    shares = [r["ladder_overhead"] for r in climbed if r.get("ladder_overhead") is not None]
+    if shares:
+        print(f"\nladder + disposition time beside the rest of the triage: median {statistics.median(shares):.0%}, "
+              f"max {max(shares):.0%} over {len(shares)} triages")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -164,33 +165,54 @@ class Triage:
         budget = min(self.options.run_timeout_s, 3 * target.record.duration_s + 60)
         climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=self.options.jobs,
                                gpu=self.test_device(run) == "cuda")
-        run.ladder = climber.climb(target)
+        with ThreadPoolExecutor(1) as beside:  # a limitation's workaround is verified while the rungs run
+            early = beside.submit(self.workaround_for, run, self.disposition_of(run))
+            run.ladder = climber.climb(target)
+            run.workaround = early.result()
         if run.ladder.skipped:
             return f"skipped: {run.ladder.skipped}"
-        if run.ladder.category and run.ladder.category != run.classification.category:
+        reproduced = bool(run.reproduction and run.reproduction.reproduced)
+        if reproduced and run.ladder.category and run.ladder.category != run.classification.category:
             run.classification = replace(run.classification, category=run.ladder.category,
                                          rule=f"ladder:{run.ladder.layer} ({run.classification.rule})")
         rows = ", ".join(f"{r.rung} {r.outcome}" for r in run.ladder.rungs)
         return f"{run.ladder.owner or 'no rung owns it'}: {rows}"
 
     def ladder_target(self, run: TriageRun) -> Target | None:
+        """The minimized repro (else the repro) and its failure; a run that failed with an error the
+        classifier calls not PT2 climbs too: the compiler-off rung tells the code's own error
+        (user_error) from a compiler failure that looks like one."""
         record = deciding_record(run.reproduction)
+        category = run.classification.category
+        if record is None and run.reproduction and run.reproduction.runs and run.reproduction.runs[-1].failed:
+            record = run.reproduction.runs[-1]
+            category = record.classification.category
         if record is None or run.script is None:
             return None
         if run.minimized and run.minimized.signature_preserved:
-            return Target(run.minimized.source, "minimized", run.classification.category, record)
-        return Target(run.script, "repro", run.classification.category, record)
+            return Target(run.minimized.source, "minimized", category, record)
+        return Target(run.script, "repro", category, record)
 
     def dispose(self, run: TriageRun) -> str:
-        facts = disposition_facts(run.reproduction, run.script, run.request.text or "", run.ladder)
-        run.disposition = disposition_rules.decide(self.classifier.ruleset.dispositions, facts)
-        record = deciding_record(run.reproduction)
-        if run.disposition.workarounds and run.script and record is not None:
-            run.workaround = try_workarounds(run.disposition.workarounds, run.script, record.output_tail, self.runner,
-                                             timeout_s=self.options.run_timeout_s, gpu=self.test_device(run) == "cuda")
+        run.disposition = self.disposition_of(run)
+        if not run.disposition.workarounds:
+            run.workaround = None  # verified beside the ladder for a disposition the ladder then changed
+        elif run.workaround is None or run.workaround.kind not in run.disposition.workarounds:
+            run.workaround = self.workaround_for(run, run.disposition)
         shown = f"; workaround {run.workaround.kind} {'verified' if run.workaround.verified else 'not verified'}" \
             if run.workaround else ""
         return f"{run.disposition.kind} ({run.disposition.rule}){shown}"
+
+    def disposition_of(self, run: TriageRun) -> Disposition:
+        facts = disposition_facts(run.reproduction, run.script, run.request.text or "", run.ladder)
+        return disposition_rules.decide(self.classifier.ruleset.dispositions, facts)
+
+    def workaround_for(self, run: TriageRun, disposition: Disposition) -> Workaround | None:
+        record = deciding_record(run.reproduction)
+        if not disposition.workarounds or run.script is None or record is None:
+            return None
+        return try_workarounds(disposition.workarounds, run.script, record.output_tail, self.runner,
+                               timeout_s=self.options.run_timeout_s, gpu=self.test_device(run) == "cuda")
 
     def regress(self, run: TriageRun) -> str:
         plan = self.classifier.ruleset.regression_plans.get(run.classification.category)
