@@ -6,7 +6,7 @@ a deployment is configured by exactly the variables listed in `ENV_VARS`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -52,9 +52,6 @@ class Settings:
             return Path(self.private_key_path).read_text(encoding="ascii")
         except OSError as exc:
             raise SettingsError(f"{ENV_VARS['private_key_path'][0]}={self.private_key_path}: {exc.strerror}") from None
-
-    def with_overrides(self, **changes) -> "Settings":
-        return replace(self, **changes)
 
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> Settings:

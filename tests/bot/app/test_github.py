@@ -1,4 +1,4 @@
-"""bot/github.py: retries, rate limits and idempotent writes, against the fake GitHub (no real sleeping)."""
+"""bot/app/github: retries, rate limits and idempotent writes, against the fake GitHub (no real sleeping)."""
 from __future__ import annotations
 
 import pytest
@@ -34,7 +34,7 @@ def test_primary_rate_limit_waits_until_the_reset(gh, fake, clock):
                                                      "x-ratelimit-reset": str(int(clock.now) + 42)},
               body={"message": "API rate limit exceeded"})
     fake.permissions["alice"] = "write"
-    assert gh.can_write(REPO, "alice")
+    assert gh.permission(REPO, "alice") == "write"
     assert clock.slept == [43.0]
 
 

@@ -1,0 +1,104 @@
+"""Issue and commit comments (the one marked comment, found and edited, never posted twice),
+labels, reactions and permission checks."""
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+from bot.app.github.errors import SERVER_ERRORS, GitHubError, NotFound
+from bot.app.github.records import Comment
+from bot.app.github.transport import RestClient, parse_repo
+
+log = logging.getLogger("pt2_triage.github")
+
+
+def is_marked_bot_comment(item: dict, marker: str) -> bool:
+    """Ours: it carries the marker and a bot account wrote it (a pasted marker does not make it ours)."""
+    return marker in (item.get("body") or "") and (item.get("user") or {}).get("type") == "Bot"
+
+
+
+class IssuesApi(RestClient):
+    """Comments, labels, reactions, permissions (part of `GitHub`)."""
+
+    def find_marked_comment(self, repo: str, number: int, marker: str) -> Comment | None:
+        """The bot's comment on an issue/PR: it carries `marker` and was written by a bot account.
+
+        A person who pastes the marker into their own comment does not make it ours.
+        """
+        for item in self.paginate(f"/repos/{parse_repo(repo)}/issues/{int(number)}/comments"):
+            if is_marked_bot_comment(item, marker):
+                return Comment(item["id"], item["html_url"], item.get("body") or "")
+        return None
+
+    def edit_comment(self, url: str, body: str) -> Comment:
+        data = self.json("PATCH", url, json={"body": body})
+        return Comment(data["id"], data["html_url"], body)
+
+    def edit_known_comment(self, url: str, body: str) -> Comment | None:
+        """Edit a comment whose id the store remembers; None when someone deleted it meanwhile."""
+        try:
+            return self.edit_comment(url, body)
+        except NotFound:
+            return None
+
+    def upsert_comment(self, repo: str, number: int, body: str, marker: str, known_id: int | None = None) -> Comment:
+        """Edit the one marked comment, or post it when there is none: never a second one."""
+        path = f"/repos/{parse_repo(repo)}/issues"
+        if known_id:
+            edited = self.edit_known_comment(f"{path}/comments/{int(known_id)}", body)
+            if edited:
+                return edited
+            log.info("comment %s on %s#%s was deleted; posting a new one", known_id, repo, number)
+        for attempt in range(self.policy.max_attempts):
+            existing = self.find_marked_comment(repo, number, marker)
+            if existing:
+                return existing if existing.body == body else self.edit_comment(f"{path}/comments/{existing.id}", body)
+            try:
+                data = self.json("POST", f"{path}/{int(number)}/comments", json={"body": body},
+                                 retry_server_errors=False)
+                return Comment(data["id"], data["html_url"], body)
+            except GitHubError as exc:
+                if exc.status not in SERVER_ERRORS or attempt == self.policy.max_attempts - 1:
+                    raise
+                self.sleep(min(self.policy.backoff_s * 2 ** attempt, self.policy.max_backoff_s))
+        raise AssertionError("unreachable")
+
+    def post_comment(self, repo: str, number: int, body: str) -> Comment:
+        """A plain reply (help, refusals): callers make sure it is posted once per command."""
+        data = self.json("POST", f"/repos/{parse_repo(repo)}/issues/{int(number)}/comments", json={"body": body})
+        return Comment(data["id"], data["html_url"], body)
+
+    def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
+        if labels:
+            self.request("POST", f"/repos/{parse_repo(repo)}/issues/{int(number)}/labels", json={"labels": list(labels)})
+
+    def react(self, repo: str, comment_id: int, content: str = "eyes") -> None:
+        """A reaction on an issue comment; GitHub answers 200 for one that already exists."""
+        self.request("POST", f"/repos/{parse_repo(repo)}/issues/comments/{int(comment_id)}/reactions",
+                     json={"content": content})
+
+    def permission(self, repo: str, username: str) -> str:
+        """admin | maintain | write | triage | read | none (the role, where GitHub names one)."""
+        try:
+            data = self.json("GET", f"/repos/{parse_repo(repo)}/collaborators/{quote(username, safe='')}/permission")
+        except NotFound:
+            return "none"
+        return data.get("role_name") or data.get("permission") or "none"
+
+    # -- commits and their comments (CI failures with no PR)
+
+    def pulls_for_commit(self, repo: str, sha: str) -> list[int]:
+        data = self.json("GET", f"/repos/{parse_repo(repo)}/commits/{quote(sha)}/pulls")
+        return [pr["number"] for pr in data if pr.get("state") == "open"]
+
+    def upsert_commit_comment(self, repo: str, sha: str, body: str, marker: str, known_id: int | None = None) -> Comment:
+        base = f"/repos/{parse_repo(repo)}"
+        edited = self.edit_known_comment(f"{base}/comments/{int(known_id)}", body) if known_id else None
+        if edited:
+            return edited
+        for item in self.paginate(f"{base}/commits/{quote(sha)}/comments"):
+            if is_marked_bot_comment(item, marker):
+                return self.edit_comment(f"{base}/comments/{item['id']}", body)
+        data = self.json("POST", f"{base}/commits/{quote(sha)}/comments", json={"body": body})
+        return Comment(data["id"], data["html_url"], body)
