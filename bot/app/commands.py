@@ -1,42 +1,23 @@
 """Comment commands: parse `@pt2-triage <command> [argument]` and decide who may run it (pure).
 
-The table of commands is data (`bot/rules/commands.yaml`). Parsing is tolerant the way people
-write: any case, punctuation after the mention, words around the command ("@pt2-triage please run
-this on gpu"). It is strict where it matters: quoted lines and code blocks are not commands (so
+The table of commands is data (`bot/rules/commands.yaml`, read by bot/core/commands_table.py).
+Parsing is tolerant the way people write: any case, punctuation after the mention, words around
+the command ("@pt2-triage please run this on gpu"). It is strict where it matters: quoted lines and code blocks are not commands (so
 quoting one does not run it twice), and only the first command of a comment counts.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 
-import yaml
-
-from bot.core.markdown import code_span
 from bot.app.repo_config import RepoConfig
+from bot.core.commands_table import CommandSpec, default_commands
+from bot.core.markdown import code_span
 
-ARG_KINDS = ("none", "device", "category", "path")
 DEVICE_WORDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
 FILLER_WORDS = {"please", "pls", "the", "this", "on", "a", "again", "to", "with", "it", "can", "you", "now"}
 PATH_RE = re.compile(r"^[A-Za-z0-9_./-]+\.py$")
 FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
-
-
-class CommandTableError(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class CommandSpec:
-    name: str
-    usage: str
-    help: str
-    args: str
-    needs_write: bool
-    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,39 +39,6 @@ class Rejection:
 class Decision:
     allowed: bool
     reason: str = ""
-
-
-def load_commands(path: Path | None = None) -> dict[str, CommandSpec]:
-    """The command table by name and alias; a malformed table fails loudly at start-up."""
-    source = path or resources.files("bot.rules") / "commands.yaml"
-    return _parse_table(source.read_text(encoding="utf-8"), str(path or "bot/rules/commands.yaml"))
-
-
-@lru_cache(maxsize=1)
-def default_commands() -> dict[str, CommandSpec]:
-    return load_commands()
-
-
-def _parse_table(text: str, where: str) -> dict[str, CommandSpec]:
-    doc = yaml.safe_load(text) or {}
-    entries = doc.get("commands") if isinstance(doc, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise CommandTableError(f"{where}: expected `commands:` with a list of commands")
-    table: dict[str, CommandSpec] = {}
-    for index, entry in enumerate(entries):
-        label = f"{where}: commands[{index}]"
-        missing = {"name", "usage", "help", "args", "needs_write"} - set(entry or {})
-        if missing:
-            raise CommandTableError(f"{label}: missing {', '.join(sorted(missing))}")
-        if entry["args"] not in ARG_KINDS:
-            raise CommandTableError(f"{label}: args must be one of {', '.join(ARG_KINDS)}")
-        spec = CommandSpec(str(entry["name"]).lower(), str(entry["usage"]), str(entry["help"]), entry["args"],
-                           bool(entry["needs_write"]), tuple(str(a).lower() for a in entry.get("aliases", ())))
-        for word in (spec.name, *spec.aliases):
-            if word in table:
-                raise CommandTableError(f"{label}: `{word}` is already a command or alias")
-            table[word] = spec
-    return table
 
 
 def command_lines(body: str) -> list[str]:
@@ -165,12 +113,3 @@ def authorize(command: Command, login: str, permission: str, config: RepoConfig)
     return Decision(False, f"`{command.spec.name}` runs code on a triage runner or writes to the repository, "
                            f"so it needs write access to this repository (yours: {permission or 'none'})")
 
-
-def help_rows(table: dict[str, CommandSpec] | None = None) -> list[CommandSpec]:
-    """Each command once, in table order (aliases folded)."""
-    seen, rows = set(), []
-    for spec in (table if table is not None else default_commands()).values():
-        if spec.name not in seen:
-            seen.add(spec.name)
-            rows.append(spec)
-    return rows

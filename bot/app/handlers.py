@@ -16,7 +16,8 @@ from typing import Callable
 
 from bot.app.ci_watch import collect_failures, publish_failures
 from bot.core.classify import Classifier
-from bot.app.commands import Command, Rejection, authorize, help_rows, parse_command
+from bot.app.commands import Command, Rejection, authorize, parse_command
+from bot.core.commands_table import help_rows
 from bot.pipeline.comment import COMMENT_MARKER, fix_verified, render_pending_comment
 from bot.app.dispatch import dispatch, job_key_from_run, plan_dispatch
 from bot.core.extract import request_from_text

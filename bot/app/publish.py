@@ -11,7 +11,8 @@ import logging
 import posixpath
 from dataclasses import dataclass, replace
 
-from bot.pipeline.comment import COMMENT_MARKER, load_command_help, render_comment
+from bot.core.commands_table import load_command_help
+from bot.pipeline.comment import COMMENT_MARKER, render_comment
 from bot.app.github import Comment, GitHub, PullRequest
 from bot.core.graph_breaks import GraphBreakRegistry
 from bot.core.markdown import inert_line
