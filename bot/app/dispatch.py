@@ -3,22 +3,29 @@
 It triggers `workflow_dispatch` of the runner workflow (`.github/workflows/pt2-triage-runner.yml`,
 which users copy into their repo) with four inputs: `issue-number`, `repro`, `device`, `job-id`.
 The job id comes back in the run's title and artifact, which is how `workflow_run.completed`
-finds the issue to publish to. Choosing the device and the inputs is pure (`plan_dispatch`).
+finds the issue to publish to. Choosing the device and the inputs is pure (`plan_dispatch`); the
+`DispatchRun` step records the runner job and sends the dispatch.
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bot.app.github import GitHub
-from bot.core.records import Classification, TriageRequest
 from bot.app.repo_config import RepoConfig
+from bot.core.extract import code_blocks, reporter_environment
+from bot.core.records import Classification, TriageRequest
+
+if TYPE_CHECKING:
+    from bot.app.context import JobStore
+
+log = logging.getLogger("pt2_triage.dispatch")
 
 # workflow_dispatch accepts at most 65,535 characters of inputs in all; a longer repro stays in the
 # issue, and the runner reads it from there by issue number.
 MAX_REPRO_INPUT_CHARS = 60_000
-# Categories whose failures only exist on a GPU (generated Triton kernels, CUDA graphs, ...).
-GPU_CATEGORIES = frozenset({"triton_kernel_bug"})
 
 
 @dataclass(frozen=True)
@@ -32,13 +39,16 @@ class DispatchPlan:
 
 
 def choose_device(request: TriageRequest, classification: Classification, config: RepoConfig,
-                  requested: str | None = None) -> tuple[str, str]:
+                  requested: str | None = None, gpu_categories: frozenset[str] = frozenset(),
+                  repro: str | None = None) -> tuple[str, str]:
     """(device, note). An explicit request wins, then what the text shows (CUDA in the repro or the
-    reporter's GPU, a GPU-only category), then the repo's default; `gpu: false` in the config caps it."""
+    reporter's GPU, a category whose failures need a GPU: `gpu_categories`, the ruleset's
+    `needs_gpu`), then the repo's default; `gpu: false` in the config caps it."""
+    repro = repro if repro is not None else next(iter(request.repro_scripts), None)
     if requested:
         device = requested
-    elif request.environment.needs_gpu or classification.category in GPU_CATEGORIES or \
-            any(_uses_cuda(script) for script in request.repro_scripts[:1]):
+    elif request.environment.needs_gpu or classification.category in gpu_categories or \
+            (repro is not None and _uses_cuda(repro)):
         device = "gpu"
     else:
         device = config.default_device
@@ -48,20 +58,27 @@ def choose_device(request: TriageRequest, classification: Classification, config
 
 
 def _uses_cuda(script: str) -> bool:
-    from bot.core.extract import reporter_environment
-
     return reporter_environment(script).needs_gpu
+
+
+def newest_repro(request: TriageRequest) -> str | None:
+    """The repro the issue shows last (a reporter's newer one goes below the first), where
+    `request.repro_scripts` ranks the likeliest first."""
+    found = [block.text for block in code_blocks(request.text) if block.is_python_repro]
+    return found[-1] if found else None
 
 
 def plan_dispatch(issue_number: int, request: TriageRequest, classification: Classification, config: RepoConfig,
                   default_workflow: str, default_branch: str, requested_device: str | None = None,
-                  job_key: str | None = None) -> DispatchPlan | None:
-    """The runner job for an issue, or None when the issue has no runnable repro to send."""
+                  job_key: str | None = None, gpu_categories: frozenset[str] = frozenset(),
+                  repro: str | None = None) -> DispatchPlan | None:
+    """The runner job for an issue, or None when the issue has no runnable repro to send. The repro
+    sent is `repro`, or by default the likeliest of the issue's."""
     if not request.repro_scripts:
         return None
-    device, note = choose_device(request, classification, config, requested_device)
+    repro = repro or request.repro_scripts[0]
+    device, note = choose_device(request, classification, config, requested_device, gpu_categories, repro)
     key = job_key or uuid.uuid4().hex
-    repro = request.repro_scripts[0]
     inputs = {
         "issue-number": str(int(issue_number)),
         "repro": repro if len(repro) <= MAX_REPRO_INPUT_CHARS else "",
@@ -72,8 +89,26 @@ def plan_dispatch(issue_number: int, request: TriageRequest, classification: Cla
                         inputs, note)
 
 
-def dispatch(gh: GitHub, repo: str, plan: DispatchPlan) -> None:
-    gh.dispatch_workflow(repo, plan.workflow, plan.ref, plan.inputs)
+@dataclass(frozen=True)
+class DispatchRun:
+    """The step that sends a run: the runner job is recorded (so its report finds the issue), then
+    workflow_dispatch is sent, once per job."""
+
+    repo: str
+    number: int
+    plan: DispatchPlan
+    installation_id: int | None
+    draft_pr: bool
+    requested_by: str | None
+    stage: str = "dispatched"
+
+    def run(self, gh: GitHub, store: "JobStore") -> None:
+        plan = self.plan
+        store.add_runner_job(plan.job_key, self.repo, self.number, self.installation_id, plan.device, self.draft_pr,
+                             self.requested_by)
+        gh.dispatch_workflow(self.repo, plan.workflow, plan.ref, plan.inputs)
+        log.info("%s#%s: dispatched %s on %s (job %s)", self.repo, self.number, plan.workflow, plan.device,
+                 plan.job_key)
 
 
 def job_key_from_run(display_title: str, artifact_names: list[str], known_keys: set[str]) -> str | None:

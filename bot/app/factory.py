@@ -30,7 +30,7 @@ from flask import Flask, jsonify, request
 from bot.core.classify import Classifier
 from bot.app.github import AppCredentials, GitHub
 from bot.core.graph_breaks import load_registry
-from bot.app.handlers import Services
+from bot.app.context import Services
 from bot.core.ruleset import load_ruleset
 from bot.app.settings import Settings, settings_from_env
 from bot.app.store import DeliveryRecorder, Replayed, Store, StoreBusy
@@ -61,7 +61,7 @@ def github_factory(settings: Settings, clock: Callable[[], float] = time.time) -
 def build_services(settings: Settings, *, store: Store | None = None,
                    github_for: Callable[[int | None], GitHub] | None = None, classifier: Classifier | None = None,
                    clock: Callable[[], float] = time.time) -> Services:
-    """What handlers need; shared by the web process and `pt2-triage worker` processes."""
+    """What the features need; shared by the web process and `pt2-triage worker` processes."""
     classifier = classifier or Classifier(load_ruleset(), load_registry())
     return Services(settings=settings, store=store or Store(settings.db_path, clock=clock),
                     github_for=github_for or github_factory(settings, clock), classifier=classifier,

@@ -3,8 +3,8 @@
 Order matters: the declared size is checked from the headers before the body is read
 (`length_refusal`), and the HMAC signature over the raw body before anything parses it, so a
 forged or oversized request costs at most one hash and has no side effect. A delivery then becomes
-at most one job, chosen here from the event and action (`ROUTES`); the handler does the slow work
-later, so GitHub gets its answer well within its 10-second limit.
+at most one job, when some feature's `parse` takes its event (bot/app/features: the union of their
+routes); the features do the slow work later, so GitHub gets its answer well within its 10 s limit.
 
 What a signed body may still not do: nest deeper than any GitHub payload (`MAX_JSON_DEPTH`), come
 in a content type GitHub does not send, or be a pull request dressed as an issue event. A signed
@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from bot.app import features
+from bot.app.event import Event, payload_integer, payload_object
 from bot.app.store import NewJob
 
 MAX_BODY_BYTES = 25 << 20  # GitHub caps webhook payloads at 25 MB
@@ -30,15 +32,6 @@ MAX_JSON_DEPTH = 64
 JSON_TYPE = "application/json"
 FORM_TYPE = "application/x-www-form-urlencoded"  # a webhook's "Content type" setting: payload=<JSON>
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
-
-# (event, action) -> job kind. An event not listed is acknowledged and ignored.
-ROUTES = {
-    ("issues", "labeled"): "issue_labeled",
-    ("issues", "opened"): "issue_text",
-    ("issues", "edited"): "issue_text",
-    ("issue_comment", "created"): "comment_command",
-    ("workflow_run", "completed"): "workflow_run",
-}
 
 
 @dataclass(frozen=True)
@@ -52,18 +45,18 @@ class Delivery:
 
     @property
     def repo(self) -> str | None:
-        name = _object(self.payload.get("repository")).get("full_name")
+        name = payload_object(self.payload.get("repository")).get("full_name")
         return name if isinstance(name, str) else None
 
     @property
     def installation_id(self) -> int | None:
-        return _integer(_object(self.payload.get("installation")).get("id"))
+        return payload_integer(payload_object(self.payload.get("installation")).get("id"))
 
     @property
     def number(self) -> int | None:
         for key in ("issue", "pull_request"):
             if isinstance(self.payload.get(key), dict):
-                return _integer(self.payload[key].get("number"))
+                return payload_integer(self.payload[key].get("number"))
         return None
 
 
@@ -168,34 +161,11 @@ def _utf8(body: bytes) -> str | None:
         return None
 
 
-def _object(value: object) -> dict:
-    """A payload member that should be an object; anything else reads as empty."""
-    return value if isinstance(value, dict) else {}
-
-
-def _integer(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def route(delivery: Delivery, bot_name: str) -> NewJob | None:
-    """The job a delivery needs, or None. Cheap filters only: no I/O happens before the ack."""
-    kind = ROUTES.get((delivery.event, delivery.action))
-    if kind is None or not delivery.repo:
+    """The job a delivery needs, or None: an event no feature takes is acknowledged and ignored.
+    Cheap and pure: no I/O happens before the ack. The job's kind is the event's name."""
+    event = Event(delivery.event, delivery.action, delivery.payload, bot_name)
+    if not delivery.repo or not features.wanted(event):
         return None
-    payload = delivery.payload
-    issue = _object(payload.get("issue"))
-    if kind == "comment_command":
-        comment = _object(payload.get("comment"))
-        body = comment.get("body")
-        if _object(comment.get("user")).get("type") == "Bot" or not isinstance(body, str) \
-                or f"@{bot_name}".lower() not in body.lower():
-            return None
-    label = _object(payload.get("label")).get("name")
-    if kind == "issue_labeled" and not (isinstance(label, str) and label):
-        return None
-    # On GitHub a pull request is also an issue (one with a `pull_request` key): triage and
-    # suggestions are for issues only
-    if kind in ("issue_labeled", "issue_text") and issue.get("pull_request") is not None:
-        return None
-    return NewJob(kind=kind, repo=delivery.repo, payload=payload, installation_id=delivery.installation_id,
-                  number=delivery.number, payload_json=delivery.body_text)
+    return NewJob(kind=delivery.event, repo=delivery.repo, payload=delivery.payload,
+                  installation_id=delivery.installation_id, number=delivery.number, payload_json=delivery.body_text)

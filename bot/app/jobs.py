@@ -1,4 +1,9 @@
-"""Job workers: take jobs from the store's queue and run their handlers, off the request path.
+"""Job workers: take jobs from the store's queue and run the features their event is for, off the
+request path.
+
+A job is one delivery's event (its kind is the event's name, the action is in the payload). Each
+feature routed to it parses it, observes, decides and acts (bot/app/features); a feature's steps
+checkpoint the job, so a job retried after a failure redoes none of the writes it already made.
 
 A failed job is retried with backoff when the failure is transient (GitHub 5xx, rate limits,
 network), at the time GitHub names for rate limits; other failures are retried a few times and
@@ -12,8 +17,12 @@ import os
 import socket
 import threading
 
+from types import ModuleType
+
+from bot.app import features
+from bot.app.context import JobContext, Services
+from bot.app.event import Event
 from bot.app.github import GitHubError, RateLimited
-from bot.app.handlers import HANDLERS, Context, Services
 from bot.app.store import Job
 
 log = logging.getLogger("pt2_triage.worker")
@@ -57,13 +66,15 @@ class JobRunner:
 
     def process(self, job: Job) -> None:
         store = self.services.store
-        handler = HANDLERS.get(job.kind)
-        if handler is None:
-            store.finish(job, f"no handler for job kind {job.kind!r}")
+        event = Event(job.kind, job.payload.get("action"), job.payload, self.services.settings.bot_name)
+        routed = features.for_event(event.name, event.action)
+        if not routed:
+            store.finish(job, f"no feature for {event.name}.{event.action}")
             return
-        context = Context(self.services, job, self.services.github_for(job.installation_id))
+        context = JobContext(self.services, job, self.services.github_for(job.installation_id))
         try:
-            handler(context)
+            for feature in routed:
+                run_feature(feature, event, context)
         except Exception as error:  # noqa: BLE001 - every failure is recorded on the job
             at = retry_time(job, error, self.services.clock())
             summary = f"{type(error).__name__}: {error}"[:1000]
@@ -78,6 +89,18 @@ class JobRunner:
             return
         store.finish(job)
         log.info("job %s (%s, %s#%s) done", job.id, job.kind, job.repo, job.number)
+
+
+def run_feature(feature: ModuleType, event: Event, context: JobContext) -> None:
+    """parse -> observe -> decide -> act, for one feature and one job."""
+    parsed = feature.parse(event)
+    if parsed is None:
+        return
+    plan = feature.decide(parsed, feature.observe(parsed, context))
+    if not plan.steps:
+        log.info("job %s (%s#%s) %s: nothing to do: %s", context.job.id, context.repo, context.job.number,
+                 features.feature_name(feature), plan.reason)
+    feature.act(plan, context.gh, context.store)
 
 
 class WorkerPool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Mapping
 
 from bot.core.commands_table import load_command_help
 from bot.pipeline.comment import COMMENT_MARKER, render_comment
@@ -20,6 +21,10 @@ from bot.pipeline.test_patch import add_method_to_file, required_imports
 from bot.core.render import render
 from bot.core.report import TriageReport
 from bot.core.ruleset import Ruleset
+
+if TYPE_CHECKING:
+    from bot.app.context import JobStore, Rules
+    from bot.app.repo_config import RepoConfig
 
 log = logging.getLogger("pt2_triage.publish")
 
@@ -155,3 +160,38 @@ def publish_report(gh: GitHub, repo: str, issue_number: int, report: TriageRepor
     log.info("published %s#%s: comment %s, labels %s, PR %s", repo, issue_number, comment.id, labels,
              pull_request.number if pull_request else note)
     return PublishResult(comment, labels, pull_request, note)
+
+
+# ---------------------------------------------------------------- the App's publish step
+
+@dataclass(frozen=True)
+class Publish:
+    """The step that publishes a report to its issue (the App's side of `publish_report`), with the
+    maintainers' overrides; the comment's id is remembered, and the job checkpointed after it."""
+
+    repo: str
+    number: int
+    report: TriageReport
+    rules: "Rules"
+    draft_pr: bool
+    known_comment_id: int | None = None
+    category_override: str | None = None
+    test_file: str | None = None
+    fixed: bool = False
+    stage: str = "published"
+
+    def run(self, gh: GitHub, store: "JobStore") -> None:
+        result = publish_report(gh, self.repo, self.number, self.report, self.rules.ruleset, self.rules.registry,
+                                draft_pr=self.draft_pr, known_comment_id=self.known_comment_id,
+                                category_override=self.category_override, test_file=self.test_file, fixed=self.fixed)
+        store.remember_comment(self.repo, self.number, result.comment.id)
+
+
+def plan_publish(repo: str, number: int, report: TriageReport, rules: "Rules", config: "RepoConfig",
+                 overrides: Mapping[str, str], comment_id: int | None, draft_pr: bool, fixed: bool = False) -> Publish:
+    """Publishing `report` with the overrides: a category override wins, and the test goes into the
+    file a maintainer named, else the repo config's file for the category."""
+    category = overrides.get("category") or report.classification.category
+    return Publish(repo, number, report, rules, draft_pr, known_comment_id=comment_id,
+                   category_override=overrides.get("category"),
+                   test_file=overrides.get("test-file") or config.test_files.get(category), fixed=fixed)

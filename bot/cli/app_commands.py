@@ -124,7 +124,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def cmd_ci_failure(args: argparse.Namespace) -> int:
     from bot.pipeline.ci_failure import render_ci_comment
-    from bot.app.ci_watch import collect_failures, publish_failures
+    from bot.app.ci_publish import collect_failures, publish_failures
     from bot.cli.main import build_classifier
 
     gh = _client(args)

@@ -109,4 +109,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (event, body_sha256)
         )""",
     ),
+    # 4: a job's kind is its event's name (the features routed to the event decide what it needs);
+    # jobs queued under the kinds the App used before are renamed to their events
+    (
+        "UPDATE jobs SET kind = 'issues' WHERE kind IN ('issue_labeled', 'issue_text')",
+        "UPDATE jobs SET kind = 'issue_comment' WHERE kind = 'comment_command'",
+    ),
 )

@@ -6,7 +6,8 @@ import sys
 
 
 def test_importing_the_app_loads_no_runner_module_and_no_torch():
-    code = ("import sys, bot.app.factory, bot.app.handlers, bot.app.jobs, bot.app.publish, bot.app.intake\n"
+    code = ("import sys, bot.app.factory, bot.app.features, bot.app.jobs, bot.app.publish, bot.app.intake\n"
+            "bot.app.features.features()\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('runners', 'torch')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]"

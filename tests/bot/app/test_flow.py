@@ -5,10 +5,17 @@ the same comment updated -> draft PR with the regression test. And the ways that
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from bot.pipeline.comment import COMMENT_MARKER
+from bot.app.context import JobContext
+from bot.app.event import Event
+from bot.app.features import label_triage
+from bot.app.github import GitHubError
+from bot.app.jobs import run_feature
 from bot.app.store import Store
+from bot.pipeline.comment import COMMENT_MARKER
 
 from .conftest import drain, graph_break_report_zip, webhook_payload
 
@@ -139,12 +146,10 @@ def test_restart_with_a_job_half_done_resumes_without_repeating(make_app, delive
     deliver("issues_labeled", client=app)
     store = app.extensions["pt2_triage"].services.store
     job = store.claim("doomed-worker", lease_s=120)
-    from bot.app.handlers import Context
-    from bot.app.github import GitHubError
     services = app.extensions["pt2_triage"].services
+    event = Event(job.kind, job.payload["action"], job.payload)
     with pytest.raises(GitHubError):
-        from bot.app.handlers import handle_issue_labeled
-        handle_issue_labeled(Context(services, job, services.github_for(job.installation_id)))
+        run_feature(label_triage, event, JobContext(services, job, services.github_for(job.installation_id)))
     assert len(fake.bot_comments_on(12)) == 1 and fake.dispatches == []
 
     fake.failures.clear()  # the process is gone; GitHub is healthy again; a new process starts
@@ -236,3 +241,56 @@ def test_labeling_a_pull_request_does_nothing(app, deliver, fake):
 def test_healthz(app):
     response = app.test_client().get("/healthz")
     assert response.status_code == 200 and response.json["ok"] and response.json["schema_version"] >= 1
+
+
+def test_a_runner_report_retried_after_a_crash_is_published_and_counted_once(app, deliver, fake, clock, monkeypatch):
+    deliver("issues_labeled")
+    drain(app)
+    job_key = fake.dispatches[0]["inputs"]["job-id"]
+    store = app.extensions["pt2_triage"].services.store
+    real_save = Store.save_report
+    crashes = iter([True])
+
+    def save_then_crash_once(self, *args, **kwargs):
+        real_save(self, *args, **kwargs)
+        if next(crashes, False):
+            raise RuntimeError("the worker died right after keeping the report")
+    monkeypatch.setattr(Store, "save_report", save_then_crash_once)
+    finish_runner(fake, deliver, app, job_key)
+    assert store.job_counts() == {"done": 1, "queued": 1}
+    writes = [call for call in fake.calls if call[0] != "GET"]
+    clock.now += 10  # past the retry's backoff
+    assert drain(app) == 1 and store.job_counts() == {"done": 2}
+    assert [call for call in fake.calls if call[0] != "GET"] == writes  # nothing published again
+    assert len(fake.bot_comments_on(12)) == 1 and len(fake.pulls) == 1
+    signature = json.loads(store.latest_report(REPO, 12))["classification"]["signature"]
+    assert store.record_fingerprint(REPO, signature, "graph_break", "#12") == 2  # counted once before this
+    assert store.runner_job(job_key).state == "published"
+
+
+def test_a_failed_ci_run_retried_after_a_crash_comments_and_counts_once(app, deliver, fake, clock, monkeypatch,
+                                                                       fixture_bytes):
+    payload = webhook_payload("workflow_run_completed_ci_failure")
+    fake.add_run(payload["workflow_run"],
+                 jobs=[{"id": 61, "run_id": payload["workflow_run"]["id"], "name": "test (inductor, 1, 2)",
+                        "conclusion": "failure", "html_url": f"https://github.com/{REPO}/actions/runs/1/job/61",
+                        "steps": [{"name": "Test", "conclusion": "failure", "number": 3}]}],
+                 logs={61: fixture_bytes("inductor_cpp_compile_error.log")})
+    store = app.extensions["pt2_triage"].services.store
+    real_remember, real_record = Store.remember_comment, Store.record_fingerprint
+    counted, crashes = [], iter([True])
+
+    def remember_then_crash_once(self, *args, **kwargs):
+        real_remember(self, *args, **kwargs)
+        if next(crashes, False):
+            raise RuntimeError("the worker died right after commenting")
+    monkeypatch.setattr(Store, "remember_comment", remember_then_crash_once)
+    monkeypatch.setattr(Store, "record_fingerprint", lambda self, *a, **k: counted.append(real_record(self, *a, **k)))
+    deliver(payload, "workflow_run")
+    drain(app)
+    assert store.job_counts() == {"queued": 1} and len(fake.bot_comments_on(7)) == 1
+    clock.now += 10  # past the retry's backoff
+    drain(app)
+    assert store.job_counts() == {"done": 1}
+    assert len(fake.bot_comments_on(7)) == 1  # the retry found its comment and edited it
+    assert counted == [1]

@@ -30,7 +30,7 @@ def labeled(number: int) -> dict:
 
 
 def job(number: int) -> NewJob:
-    return NewJob(kind="issue_labeled", repo="octo-org/octo-repo", payload={"n": number}, number=number)
+    return NewJob(kind="issues", repo="octo-org/octo-repo", payload={"n": number}, number=number)
 
 
 def test_many_threads_delivering_at_once_make_exactly_one_job_per_delivery(app, deliver):

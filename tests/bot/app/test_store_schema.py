@@ -33,3 +33,18 @@ def test_migrating_twice_changes_nothing(tmp_path):
     Store(path)
     again = Store(path)
     assert again.migrate() == again.schema_version() == len(MIGRATIONS)
+
+
+def test_jobs_queued_under_the_old_kinds_are_renamed_to_their_events(tmp_path):
+    path = str(tmp_path / "v3.sqlite3")
+    with closing(sqlite3.connect(path, isolation_level=None)) as old:
+        old.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
+        for version, statements in enumerate(MIGRATIONS[:3], start=1):
+            for statement in statements:
+                old.execute(statement)
+            old.execute("INSERT INTO schema_migrations VALUES (?, 0)", (version,))
+        for job_id, kind in (("a", "issue_labeled"), ("b", "issue_text"), ("c", "comment_command"), ("d", "workflow_run")):
+            old.execute("INSERT INTO jobs (id, kind, repo, payload, state, not_before, created_at, updated_at) "
+                        "VALUES (?, ?, 'o/r', '{}', 'queued', 0, 0, 0)", (job_id, kind))
+    store = Store(path)
+    assert [store.job(job_id).kind for job_id in "abcd"] == ["issues", "issues", "issue_comment", "workflow_run"]

@@ -75,7 +75,7 @@ def test_parse_refuses_an_oversized_body_before_hashing():
 
 def test_route_ignores_comments_not_addressed_to_the_bot_and_bots():
     payload = webhook_payload("issue_comment_created")
-    assert route(Delivery("d", "issue_comment", "created", payload), "pt2-triage").kind == "comment_command"
+    assert route(Delivery("d", "issue_comment", "created", payload), "pt2-triage").kind == "issue_comment"
     payload["comment"]["body"] = "LGTM"
     assert route(Delivery("d", "issue_comment", "created", payload), "pt2-triage") is None
     payload["comment"]["body"] = "@pt2-triage run"
@@ -199,7 +199,7 @@ def test_members_of_the_wrong_json_type_are_ignored_not_a_500(app, deliver):
 
 def test_route_skips_issue_events_for_pull_requests():
     payload = webhook_payload("issues_labeled")
-    assert route(Delivery("d", "issues", "labeled", payload), "pt2-triage").kind == "issue_labeled"
+    assert route(Delivery("d", "issues", "labeled", payload), "pt2-triage").kind == "issues"
     payload["issue"]["pull_request"] = {"url": "https://api.github.com/repos/octo-org/octo-repo/pulls/12"}
     assert route(Delivery("d", "issues", "labeled", payload), "pt2-triage") is None
     assert route(Delivery("d", "issues", "opened", payload | {"action": "opened"}), "pt2-triage") is None

@@ -1,0 +1,173 @@
+"""Runner report: a run of the runner workflow finished; its report artifact is published to the issue
+it was for (the comment updated in place, labels, the draft PR), or the comment says the run failed.
+
+The run is matched to the dispatched job by the job id in its title or artifact name; the report
+artifact is untrusted input, size-capped, and never chooses the issue when the job is known.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import zipfile
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+from bot.app.context import JobContext, JobStore, Rules
+from bot.app.dispatch import job_key_from_run
+from bot.app.event import Event
+from bot.app.github import Artifact, GitHub, WorkflowRun
+from bot.app.plan import Plan, RecordFingerprints, Step, UpsertComment, carry_out
+from bot.app.publish import plan_publish
+from bot.app.repo_config import RepoConfig
+from bot.app.store import RunnerJob
+from bot.core.render import render
+from bot.core.report import TriageReport
+from bot.pipeline.comment import COMMENT_MARKER, fix_verified
+
+log = logging.getLogger("pt2_triage.runner_report")
+
+ROUTES = frozenset({("workflow_run", "completed")})
+MAX_REPORT_BYTES = 16 << 20
+REPORT_ARTIFACT_PREFIX = "pt2-triage"
+
+
+@dataclass(frozen=True)
+class CompletedRun:
+    repo: str
+    run: WorkflowRun
+
+
+@dataclass(frozen=True)
+class RunState:
+    config: RepoConfig
+    rules: Rules
+    job_key: str | None = None  # the dispatched job the run belongs to
+    runner_job: RunnerJob | None = None
+    report: TriageReport | None = None  # from the run's artifact
+    previous_report: TriageReport | None = None  # the issue's last published report
+    overrides: Mapping[str, str] = field(default_factory=dict)  # the issue's
+    comment_id: int | None = None
+
+
+def parse(event: Event) -> CompletedRun | None:
+    run = event.workflow_run
+    return CompletedRun(event.repo, run) if event.repo and run else None
+
+
+def issue_number(runner_job: RunnerJob | None, report: TriageReport | None) -> int | None:
+    """The issue to publish to: the dispatched job's; the report's own only when no job is known."""
+    return runner_job.number if runner_job else (report.issue_number if report else None)
+
+
+def observe(completed: CompletedRun, ctx: JobContext) -> RunState:
+    config = ctx.config(None)
+    if completed.run.workflow_file != ctx.rules.runner_workflow_for(config):
+        return RunState(config, ctx.rules)
+    artifacts = [a for a in ctx.gh.run_artifacts(ctx.repo, completed.run.id) if not a.expired]
+    pending = {job.job_key for job in ctx.store.pending_runner_jobs(ctx.repo)}
+    job_key = job_key_from_run(completed.run.display_title, [a.name for a in artifacts], pending)
+    report = first_report(report_artifacts(artifacts, job_key), lambda a: ctx.gh.artifact_zip(ctx.repo, a.id))
+    runner_job = ctx.store.runner_job(job_key) if job_key else None
+    number = issue_number(runner_job, report)
+    if number is None:
+        return RunState(config, ctx.rules, job_key, runner_job, report)
+    previous = ctx.store.latest_report(ctx.repo, number)
+    return RunState(config, ctx.rules, job_key, runner_job, report,
+                    TriageReport.from_dict(json.loads(previous)) if previous else None,
+                    ctx.store.overrides(ctx.repo, number), ctx.store.comment_id(ctx.repo, number))
+
+
+def decide(completed: CompletedRun, state: RunState) -> Plan:
+    run = completed.run
+    if run.workflow_file != state.rules.runner_workflow_for(state.config):
+        return Plan.nothing(f"{run.workflow_file} is not the runner workflow")
+    number = issue_number(state.runner_job, state.report)
+    if number is None:
+        return Plan.nothing(f"runner run {run.id} matches no dispatched job and has no report")
+    if state.report is None:
+        body = render("runner_failed.md.j2", marker=COMMENT_MARKER, run=run, bot_name=state.rules.bot_name)
+        steps: tuple[Step, ...] = (UpsertComment(completed.repo, number, body, COMMENT_MARKER, state.comment_id,
+                                                 stage="failure_comment"),)
+    else:
+        steps = published(completed, state, number, state.report)
+    if state.job_key:
+        steps += (CompleteRunnerJob(state.job_key, run.id, "published" if state.report else "failed"),)
+    return Plan(steps)
+
+
+def act(plan: Plan, gh: GitHub, store: JobStore) -> None:
+    """The plan's steps, in order, each once (checkpointed)."""
+    carry_out(plan, gh, store)
+
+
+def published(completed: CompletedRun, state: RunState, number: int, report: TriageReport) -> tuple[Step, ...]:
+    """The report published (with a draft PR when the repo and the request want one), kept as the
+    issue's latest, and its failure signature counted."""
+    runner_job = state.runner_job
+    draft_pr = state.config.draft_pr and (runner_job.draft_pr if runner_job else True)
+    fixed = fix_verified(state.previous_report, report)
+    classification = report.classification
+    return (plan_publish(completed.repo, number, report, state.rules, state.config, state.overrides,
+                         state.comment_id, draft_pr, fixed),
+            SaveReport(completed.repo, number, report.to_json(), completed.run.id),
+            RecordFingerprints(completed.repo, ((classification.signature, classification.category, f"#{number}"),)))
+
+
+# ---------------------------------------------------------------- the report artifact
+
+def report_artifacts(artifacts: Iterable[Artifact], job_key: str | None) -> list[Artifact]:
+    """The artifacts that may hold the report, the job's own first."""
+    ordered = sorted(artifacts, key=lambda a: (job_key or "") not in a.name)
+    return [a for a in ordered if a.name.startswith(REPORT_ARTIFACT_PREFIX) or (job_key and job_key in a.name)]
+
+
+def first_report(artifacts: Iterable[Artifact], download: Callable[[Artifact], bytes]) -> TriageReport | None:
+    for artifact in artifacts:
+        report = report_from_zip(download(artifact))
+        if report is not None:
+            return report
+    return None
+
+
+def report_from_zip(data: bytes) -> TriageReport | None:
+    """report.json from an artifact zip (at its root or in one folder), size-capped, or None."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        return None
+    members = sorted((m for m in archive.infolist() if m.filename.rsplit("/", 1)[-1] == "report.json"
+                      and m.filename.count("/") <= 1), key=lambda m: m.filename.count("/"))
+    for member in members:
+        if member.file_size > MAX_REPORT_BYTES:
+            continue
+        try:
+            return TriageReport.from_dict(json.loads(archive.read(member).decode("utf-8")))
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("artifact %s: not a usable report (%s)", member.filename, exc)
+    return None
+
+
+# ---------------------------------------------------------------- this feature's own steps
+
+@dataclass(frozen=True)
+class SaveReport:
+    repo: str
+    number: int
+    report_json: str
+    run_id: int
+    stage: str = ""  # an upsert of the issue's latest report: safe to repeat
+
+    def run(self, gh: GitHub, store: JobStore) -> None:
+        store.save_report(self.repo, self.number, self.report_json, self.run_id)
+
+
+@dataclass(frozen=True)
+class CompleteRunnerJob:
+    job_key: str
+    run_id: int
+    state: str
+    stage: str = ""  # a no-op for a run already recorded
+
+    def run(self, gh: GitHub, store: JobStore) -> None:
+        store.complete_runner_job(self.job_key, self.run_id, self.state)
