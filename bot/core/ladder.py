@@ -9,6 +9,7 @@ repro's text and the runs' observations.
 """
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -137,11 +138,29 @@ def not_applicable(table: LadderTable, script: str | None, category: str, failed
     """Why the ladder cannot run for this repro, or None when it can."""
     if not script:
         return "there is no repro to run"
-    if not re.search(table.requires_code, script):
+    if not re.search(table.requires_code, code_names(script)):
         return "the repro has no torch.compile call to switch (torch.export and AOTInductor have no backend switch)"
     if not failed and category not in table.judges:
         return f"a {category} finding is a measurement, not a failure a backend switch can localize"
     return None
+
+
+def code_names(script: str) -> str:
+    """The dotted names the code uses, one per line (`torch.compile`, `torch._dynamo.optimize`, ...):
+    what a rule about the code reads, so a comment or a string that mentions torch.compile is not a call."""
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return script
+    names = {ast.unparse(node) for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _dotted(node)}
+    return "\n".join(sorted(names))
+
+
+def _dotted(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
 
 
 def plan(table: LadderTable, script: str, category: str) -> tuple[Rung, ...]:

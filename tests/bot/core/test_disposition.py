@@ -59,7 +59,7 @@ def test_everything_else_is_a_compiler_bug_with_the_ladders_reason():
     found = decide(failure_text="torch._inductor.exc.InductorError: CppCompileError", layer="inductor",
                    ladder_note="Passes with every backend before Inductor and fails with it, so Inductor owns it.")
     assert found.kind == "bug" and found.wants_pull_request
-    assert found.reason.endswith("passes with every backend before Inductor and fails with it, so Inductor owns it")
+    assert found.reason.endswith(": passes with every backend before Inductor and fails with it, so Inductor owns it")
 
 
 def test_the_table_is_checked():

@@ -81,3 +81,9 @@ def test_the_ladder_needs_a_torch_compile_call_to_switch():
     assert ladder.not_applicable(TABLE, "import torch\ntorch.compile(m)(x)\n", "performance", False)  # a measurement
     assert ladder.not_applicable(TABLE, "import torch\ntorch.compile(m)(x)\n", "accuracy", False) is None
     assert ladder.not_applicable(TABLE, None, "accuracy", True)
+
+
+def test_a_comment_or_a_string_naming_torch_compile_is_not_a_call():
+    script = '# about: no torch.compile anywhere\nimport torch\nprint("torch.compile(f)")\n'
+    assert ladder.not_applicable(TABLE, script, "runtime_crash", True)
+    assert ladder.not_applicable(TABLE, "import torch\nf = torch._dynamo.optimize('eager')(g)\n", "runtime_crash", True) is None
