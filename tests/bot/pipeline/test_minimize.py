@@ -92,6 +92,7 @@ def pool():
 
 
 @pytest.mark.slow
+@pytest.mark.nightly  # minutes of minimizing a 40-60 line model; CI runs the shorter cases
 def test_transformer_with_an_item_branch_reduces_to_a_dozen_lines(classifier, pool):
     script = (LARGE / "transformer_item_branch.py").read_text()
     result = Minimizer(classifier, pool.run, budget_s=500, parallelism=2).minimize(script)
@@ -103,6 +104,7 @@ def test_transformer_with_an_item_branch_reduces_to_a_dozen_lines(classifier, po
 
 
 @pytest.mark.slow
+@pytest.mark.nightly  # minutes of minimizing a 40-60 line model; CI runs the shorter cases
 def test_conv_training_step_with_a_compile_error_reduces_to_the_relu(classifier, pool):
     script = (LARGE / "conv_training_compile_error.py").read_text()
     result = Minimizer(classifier, pool.run, budget_s=600, parallelism=2).minimize(script)
