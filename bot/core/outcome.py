@@ -237,6 +237,13 @@ def fixed_since(reporter_torch: str | None, runner_torch: str | None) -> Reason 
                                  "so this may be fixed", GUARD_STEP)
 
 
+def outside_pt2_reason(exception: str | None, status: str) -> Reason:
+    """Why a run that failed did not reproduce a PT2 failure: what failed was not the compiler."""
+    what = (exception or status).split("\n", 1)[0][:200]
+    return Reason("fails_outside_pt2", f"it fails, but with an error outside the compiler ({what})",
+                  "Fix the error in the code first; the ablation ladder below shows whether it fails without the compiler too.")
+
+
 def clean_run_reason(reporter_torch: str | None, runner_torch: str | None, reporter_gpu: bool, ran_on: str) -> Reason:
     """Why a script that ran clean did not reproduce, when its output named no cause: the reporter's
     GPU, then the torch versions, else the machine."""

@@ -266,6 +266,8 @@ class Reproducer:
         found = outcome.reason_from_exception(_exception_of(last), self.ruleset.reproduction) if last else None
         if found:
             return found
+        if last is not None and last.failed:
+            return outcome.outside_pt2_reason(last.exception, last.status)
         reporter = reporter_environment(issue_text or "")
         return outcome.clean_run_reason(reporter.torch_version, self.machine.torch_version, reporter.needs_gpu,
                                         self.device)

@@ -172,7 +172,9 @@ class Triage:
         if run.ladder.skipped:
             return f"skipped: {run.ladder.skipped}"
         reproduced = bool(run.reproduction and run.reproduction.reproduced)
-        if reproduced and run.ladder.category and run.ladder.category != run.classification.category:
+        if not reproduced and run.ladder.category == self.classifier.ruleset.not_pt2:
+            run.classification = target.record.classification  # the run's own verdict, which eager confirms
+        elif reproduced and run.ladder.category and run.ladder.category != run.classification.category:
             run.classification = replace(run.classification, category=run.ladder.category,
                                          rule=f"ladder:{run.ladder.layer} ({run.classification.rule})")
         rows = ", ".join(f"{r.rung} {r.outcome}" for r in run.ladder.rungs)
