@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bot.app.intake import signature_for  # noqa: E402
-from tests.bot.app.fake_github import FakeGitHub  # noqa: E402
+from tests.fakes.github import FakeGitHub  # noqa: E402
 
 SECRET = "benchmark-secret"
 FIXTURE = ROOT / "tests" / "bot" / "fixtures" / "webhooks" / "issues_labeled.json"

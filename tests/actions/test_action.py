@@ -17,8 +17,8 @@ import pytest
 from bot.core.report import TriageReport
 
 from tests.contract.openapi import rest_contract
+from tests.fakes.github import FakeGitHub as GitHubStub
 
-from .github_stub import GitHubStub
 from .harness import Runner
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -37,8 +37,9 @@ def _resolve(description: dict, schema):
     return schema
 
 
-def sample(description: dict, schema, name: str = "value", depth: int = 0):
-    """A minimal instance of `schema`: required properties only, the first non-null choice."""
+def sample(description: dict, schema, name: str = "value", depth: int = 0, items: bool = False):
+    """A minimal instance of `schema`: required properties only, the first non-null choice; an array
+    is empty, or with `items` holds one minimal item (and optional arrays are there too)."""
     schema = _resolve(description, schema)
     if schema is None or depth > 14:
         return None
@@ -46,11 +47,11 @@ def sample(description: dict, schema, name: str = "value", depth: int = 0):
         if key in schema:
             options = [_resolve(description, o) for o in schema[key]]
             concrete = [o for o in options if o and o.get("type") != "null"]
-            return sample(description, (concrete or options)[0], name, depth + 1)
+            return sample(description, (concrete or options)[0], name, depth + 1, items)
     if "allOf" in schema:
         merged = {}
         for part in schema["allOf"]:
-            value = sample(description, part, name, depth + 1)
+            value = sample(description, part, name, depth + 1, items)
             if isinstance(value, dict):
                 merged.update(value)
         return merged
@@ -64,10 +65,16 @@ def sample(description: dict, schema, name: str = "value", depth: int = 0):
     properties = schema.get("properties", {})
     if kind == "object" or properties:
         if {"login", "id", "avatar_url"} <= set(properties):
-            return _user("octocat")
-        return {key: sample(description, properties.get(key, {}), key, depth + 1) for key in schema.get("required", [])}
+            user = _user("octocat")
+            return {**{key: sample(description, properties.get(key, {}), key, depth + 1, items)
+                       for key in schema.get("required", []) if key not in user}, **user}
+        keys = list(schema.get("required", []))
+        if items:  # optional lists too, so that each item a fake lists can be completed
+            keys += [key for key, value in properties.items()
+                     if key not in keys and (_resolve(description, value) or {}).get("type") == "array"]
+        return {key: sample(description, properties.get(key, {}), key, depth + 1, items) for key in keys}
     if kind == "array":
-        return []
+        return [sample(description, schema.get("items", {}), name, depth + 1, items)] if items else []
     if kind in ("integer", "number"):
         return 1
     if kind == "boolean":

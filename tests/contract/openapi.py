@@ -7,6 +7,9 @@ not a skip: a contract test that silently does not run protects nothing.
 `RestContract.check(method, url, body, status)` says what is wrong with one recorded call:
 the operation must exist in api.github.com's description, the status must be one it declares,
 and a JSON request body must validate against the operation's request schema.
+`RestContract.check_response(...)` holds the answer to the same standard: its JSON body must
+validate against the response schema GitHub declares for that status, and a `Link` header is
+only for operations that paginate, pointing at pages of the same list.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import jsonschema
 from referencing import Registry, Resource
@@ -103,6 +106,69 @@ class RestContract:
             problems.extend(self._check_body(op, spec, body))
         return problems
 
+    def check_response(self, method: str, url: str, status: int, headers: dict, body: bytes | str | None,
+                       query: dict | None = None) -> list[str]:
+        """Problems with one answer (empty: GitHub could have given it)."""
+        path = unquote(urlsplit(url).path)
+        op = self.operation(method, path)
+        response = self._response(op, status) if op else None
+        if response is None:  # an unknown operation or status: `check` says so
+            return []
+        problems = []
+        schema = response.get("content", {}).get("application/json", {}).get("schema")
+        if schema is not None:
+            problems.extend(self._check_answer(op, status, body))
+        link = next((v for k, v in headers.items() if k.lower() == "link"), None)
+        if link:
+            problems.extend(self._check_link(op, response, path, link))
+        if link is not None or "Link" in response.get("headers", {}):
+            problems.extend(self._check_page_size(op, body, query or {}))
+        return problems
+
+    def _response(self, op: Operation, status: int) -> dict | None:
+        response = self.description["paths"][op.template][op.method.lower()].get("responses", {}).get(str(status))
+        if response and "$ref" in response:
+            response = self.description["components"]["responses"][response["$ref"].rsplit("/", 1)[-1]]
+        return response
+
+    def _check_answer(self, op: Operation, status: int, body: bytes | str | None) -> list[str]:
+        label = f"{op.method} {op.template} {status}"
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            return [f"{label}: the answer is not JSON"]
+        if payload is None:
+            return [f"{label}: no body, where GitHub answers with one"]
+        validator = _response_validator(self.URI, op.template, op.method.lower(), str(status))
+        return [f"{label}: answer: {error.message} at {list(error.absolute_path)}"
+                for error in validator.iter_errors(payload)]
+
+    @staticmethod
+    def _check_link(op: Operation, response: dict, path: str, link: str) -> list[str]:
+        label = f"{op.method} {op.template}"
+        if "Link" not in response.get("headers", {}):
+            return [f"{label}: sends a Link header, but GitHub's answer has none (the operation does not paginate)"]
+        problems = []
+        for url, rel in re.findall(r'<([^>]+)>;\s*rel="([^"]+)"', link):
+            page = parse_qs(urlsplit(url).query).get("page", [""])[0]
+            if rel not in ("next", "last", "first", "prev") or unquote(urlsplit(url).path) != path or not page.isdigit():
+                problems.append(f"{label}: Link {rel} <{url}> is not a page of this list")
+        return problems or ([] if re.search(r'rel="', link) else [f"{label}: Link header without links: {link!r}"])
+
+    @staticmethod
+    def _check_page_size(op: Operation, body: bytes | str | None, query: dict) -> list[str]:
+        """A page holds at most `per_page` items (30 when not asked, 100 at most)."""
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            return []
+        items = payload if isinstance(payload, list) else next(
+            (value for value in (payload or {}).values() if isinstance(value, list)), [])
+        per_page = min(int(query.get("per_page", 30)), 100)
+        if len(items) > per_page:
+            return [f"{op.method} {op.template}: a page of {len(items)} items, more than per_page={per_page}"]
+        return []
+
     def _check_body(self, op: Operation, spec: dict, body: bytes | str) -> list[str]:
         content = (spec.get("requestBody") or {}).get("content", {})
         if "application/json" not in content:
@@ -119,6 +185,17 @@ class RestContract:
 @functools.lru_cache(maxsize=256)
 def _cached_validator(uri: str, template: str, method: str) -> jsonschema.Draft202012Validator:
     return _validator(rest_description(), uri, "paths", template, method, "requestBody", "content",
+                      "application/json", "schema")
+
+
+@functools.lru_cache(maxsize=256)
+def _response_validator(uri: str, template: str, method: str, status: str) -> jsonschema.Draft202012Validator:
+    operation = rest_description()["paths"][template][method]
+    response = operation["responses"][status]
+    if "$ref" in response:
+        return _validator(rest_description(), uri, "components", "responses", response["$ref"].rsplit("/", 1)[-1],
+                          "content", "application/json", "schema")
+    return _validator(rest_description(), uri, "paths", template, method, "responses", status, "content",
                       "application/json", "schema")
 
 

@@ -1,7 +1,9 @@
-"""The App under test: a Flask test client, a fake GitHub behind `responses`, a fake clock.
+"""The App under test: a Flask test client, the fake GitHub (tests/fakes/github.py) behind
+`responses`, a fake clock.
 
-Every REST call a test makes is checked against GitHub's OpenAPI description when the test ends
-(tests/contract/openapi.py): a mock that drifts from the real API fails the test that used it.
+Every REST call a test makes, and every answer the fake gives, is checked against GitHub's OpenAPI
+description when the test ends (tests/contract/openapi.py): a fake that drifts from the real API
+fails the test that used it.
 """
 from __future__ import annotations
 
@@ -20,9 +22,7 @@ from bot.app.github import AppCredentials, GitHub
 from bot.app.settings import Settings
 from bot.app.store import Store
 from bot.app.intake import signature_for
-from tests.contract.openapi import rest_contract
-
-from .fake_github import API, STORAGE, FakeGitHub
+from tests.fakes.github import API, FakeGitHub
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SECRET = "It's a Secret to Everybody"
@@ -60,15 +60,13 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fake():
-    """The fake GitHub; on teardown every recorded call must match GitHub's REST description."""
+    """The fake GitHub; on teardown every recorded call and answer must match GitHub's REST description."""
     github = FakeGitHub()
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         github.install(rsps)
         yield github
-    contract = rest_contract()
-    problems = [problem for method, url, body, status in github.calls if not url.startswith(STORAGE)
-                for problem in contract.check(method, url, body, status)]
-    assert not problems, "calls that GitHub's REST API does not have:\n" + "\n".join(problems)
+    problems = github.contract_problems()
+    assert not problems, "exchanges that GitHub's REST API does not have:\n" + "\n".join(problems)
 
 
 @pytest.fixture

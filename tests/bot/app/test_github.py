@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bot.app.github import GitHub, GitHubError, RateLimited, RetryPolicy, StaticToken, retry_delay
-from tests.bot.app.fake_github import API
+from tests.fakes.github import API
 
 REPO = "octo-org/octo-repo"
 MARKER = "<!-- pt2-triage:report -->"
@@ -65,6 +65,15 @@ def test_upsert_edits_the_marked_bot_comment_and_ignores_impostors(gh, fake):
     second = gh.upsert_comment(REPO, 12, MARKER + "\nv2", MARKER)
     assert first.id == second.id != 1
     assert fake.comments[first.id]["body"].endswith("v2") and fake.comments[1]["body"].endswith("quoting the bot")
+
+
+def test_the_marked_comment_is_found_on_a_later_page_by_following_link(gh, fake):
+    for n in range(1, 131):  # a busy issue: the bot's comment is on the second page of 100
+        fake.comments[n] = {"issue": 12, "body": f"+1 ({n})", "user": {"login": f"user{n}", "type": "User"}}
+    fake.comments[131] = {"issue": 12, "body": MARKER + "\nv1", "user": {"login": "pt2-triage[bot]", "type": "Bot"}}
+    assert gh.upsert_comment(REPO, 12, MARKER + "\nv2", MARKER).id == 131
+    pages = [call[1] for call in fake.calls if call[0] == "GET"]
+    assert len(pages) == 2 and "per_page=100" in pages[0] and "page=2" in pages[1]
 
 
 def test_installation_tokens_are_cached_until_near_expiry(fake, clock, private_key_path):

@@ -7,7 +7,7 @@ from bot.app.context import JobStore
 from bot.app.github import GitHub, GitHubError, StaticToken
 from bot.app.plan import AddLabels, Once, Plan, React, Reply, UpsertComment, carry_out
 from bot.app.store import NewJob, Store
-from tests.bot.app.fake_github import API
+from tests.fakes.github import API
 
 REPO = "octo-org/octo-repo"
 MARKER = "<!-- pt2-triage:report -->"
