@@ -16,6 +16,7 @@ import ast
 import re
 import logging
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -38,6 +39,8 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
                             "IndentationError", "TabError"})
 
 
+RESERVE_RUNS = 2  # runs after the reducer: its re-check of the result, and the final classification
+CONFIRM_GRACE_S = 5.0
 COMPILER_OFF = "import torch._dynamo\ntorch._dynamo.config.disable = True\n"
 
 
@@ -108,10 +111,17 @@ class Minimizer:
         self.timeout_s = timeout_s
         self.parallelism = parallelism
         self.cache_dir: str | None = None
+        self.deadline: float | None = None  # the budget's end; candidate runs in flight stop there
+
+    def run_timeout(self) -> float:
+        """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
+        if self.deadline is None:
+            return self.timeout_s
+        return max(CONFIRM_GRACE_S, min(self.timeout_s, self.deadline - time.monotonic()))
 
     def classify_run(self, script: str) -> tuple[Classification, RunResult]:
-        result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.timeout_s, cache_dir=self.cache_dir,
-                                     gpu=self.gpu))
+        result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.run_timeout(),
+                                     cache_dir=self.cache_dir, gpu=self.gpu))
         return self.classifier.classify_text(output_text(result), context=script), result
 
     def fails_same(self, target: Classification, script: str) -> bool:
@@ -143,6 +153,7 @@ class Minimizer:
     def minimize(self, script: str) -> MinimizeResult:
         self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         try:
+            started = time.monotonic()
             original, result = self.classify_run(script)
             if not keeps_pt2(script):
                 raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
@@ -155,8 +166,14 @@ class Minimizer:
                 return self.is_interesting(original, candidate, check_compiler_off)
 
             replacements = TENSOR_REPLACEMENTS if "torch" in script else ()
-            reduced = Reducer(interesting, budget_s=self.budget_s, parallelism=self.parallelism,
+            # What is left of the budget after the checks above, less a reserve for the runs after
+            # the reducer (its uncached re-check of the result and the final classification).
+            reserve = RESERVE_RUNS * (result.duration_s + 1)
+            self.deadline = started + self.budget_s
+            reduce_s = max(0.0, self.deadline - time.monotonic() - reserve)
+            reduced = Reducer(interesting, budget_s=reduce_s, parallelism=self.parallelism,
                               replacements=replacements).reduce(script)
+            self.deadline = None  # the confirming runs get their full time: a result must not be lost
             source = tidy(reduced.source) if reduced.source != script else script
             if source != reduced.source and not interesting(source):
                 source = reduced.source  # tidying must not change behaviour; keep the proven text

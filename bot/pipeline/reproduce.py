@@ -11,7 +11,8 @@
    (accuracy, performance, recompilation), by the in-run probe: compiled against eager on the same
    inputs, per-call timings, recompile counters.
 5. With `runs > 1`, run the reproducing configuration again to tell a steady failure from a flaky one.
-6. For compile and accuracy failures, drive torch's after_aot minifier and check its repro.py.
+6. For compile and accuracy failures, `minify` drives torch's after_aot minifier and checks its
+   repro.py; the triage calls it last, on the minimized repro (on the full model it took minutes).
 7. Not reproduced: say why (rules/reproduction.yaml and bot/outcome.py), with a next step.
 Nothing here knows how to start a process: it builds RunSpecs and reads RunResults.
 """
@@ -232,12 +233,11 @@ class Reproducer:
         status = decide_status(checks, hits)
         deciding = next(r for r in checks if record_reproduces(r))
         category = deciding.classification.category
-        minifier = self.minify(self.script_used, category)
         return Reproduction(
             status=status, reproduced=True, runs_total=len(checks), runs_reproduced=hits, category_from_run=category,
             category_changed=changed,
             summary=summary_sentence(status, category, hits, len(checks), base["device"], self.machine.torch_version),
-            runs=tuple(self.records), artifacts=tuple(self.artifacts), minifier=minifier,
+            runs=tuple(self.records), artifacts=tuple(self.artifacts),
             script_changed=self._script_note(None), **base)
 
     def _silent(self, text_category: str | None, run_category: str | None, issue_text: str | None) -> tuple[SilentCheck, ...]:

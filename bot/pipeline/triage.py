@@ -34,7 +34,7 @@ from bot.pipeline.placement import FailureTouches, frames_of, read_checkout, sug
 
 log = logging.getLogger(__name__)
 
-STAGES = ("extract", "classify", "reproduce", "minimize", "ladder", "dispose", "suggest", "regress", "write")  # in report.stage_seconds
+STAGES = ("extract", "classify", "reproduce", "minimize", "ladder", "dispose", "suggest", "regress", "graph", "write")  # in report.stage_seconds
 Progress = Callable[[str, str, float], None]  # (stage, what happened, seconds)
 
 
@@ -49,6 +49,7 @@ class TriageOptions:
     minimize_budget_s: float = 300
     run_timeout_s: float = 300
     minify_graph: bool = True
+    graph_repro_min_lines: int = 20  # torch's FX-graph minifier only for a source repro still this long
     jobs: int = 2
 
 
@@ -68,7 +69,12 @@ class TriageRun:
     disposition: Disposition | None = None
     workaround: Workaround | None = None
     frames: tuple[str, ...] = ()
+    reproducer: Reproducer | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+
+
+def code_line_count(source: str) -> int:
+    return sum(1 for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
 
 
 def read_input(path: Path) -> tuple[str, str | None]:
@@ -99,7 +105,8 @@ class Triage:
         self.timed(run, "classify", lambda r: f"from the text: {from_text.category} ({from_text.confidence:.2f})"
                    if issue_text else "deferred to the run's output")
         for name, step in (("reproduce", self.reproduce), ("minimize", self.minimize), ("ladder", self.ladder),
-                           ("dispose", self.dispose), ("suggest", self.suggest), ("regress", self.regress)):
+                           ("dispose", self.dispose), ("suggest", self.suggest), ("regress", self.regress),
+                           ("graph", self.graph)):
             self.timed(run, name, step)
         self.timed(run, "write", lambda r: self.write(self.report(r)))
         return self.report(run)
@@ -117,7 +124,7 @@ class Triage:
             return "skipped: no runnable repro (a fenced Python block that imports torch) in the input"
         options = ReproduceOptions(timeout_s=self.options.run_timeout_s, device=self.options.device,
                                    minify_graph=self.options.minify_graph)
-        reproducer = Reproducer(self.classifier, self.runner, self.machine, options, self.options.out_dir)
+        reproducer = run.reproducer = Reproducer(self.classifier, self.runner, self.machine, options, self.options.out_dir)
         issue_text = run.request.text or None
         run.reproduction = reproducer.reproduce(run.script, issue_text)
         run.classification = reproducer.final_classification(issue_text, run.reproduction)
@@ -157,6 +164,25 @@ class Triage:
             checkout = read_checkout(self.options.pytorch_root, candidates)
         run.suggestion = suggest_test_file(category, touches, rules, never, checkout)
         return f"{run.suggestion.path}: {run.suggestion.reason}" if run.suggestion else f"no test for {category.id}"
+
+    def graph(self, run: TriageRun) -> str:
+        """torch's after_aot minifier, last and on the minimized repro: the report is written first
+        (complete without it), then again with the FX-graph repro when it finishes."""
+        category = self.classifier.ruleset.categories[run.classification.category]
+        if not (self.options.minify_graph and run.reproducer and run.reproduction and run.reproduction.reproduced):
+            return "skipped: " + ("turned off" if not self.options.minify_graph else "nothing reproduced")
+        if "minifier" not in category.artifacts:
+            return f"skipped: {category.id} needs no FX-graph repro"
+        lines = code_line_count(self.test_source(run) or "")
+        if run.minimized and lines < self.options.graph_repro_min_lines:
+            return f"skipped: the minimized repro is {lines} code lines, small enough without an FX-graph repro"
+        self.write(self.report(run))
+        result = run.reproducer.minify(self.test_source(run), category.id)
+        run.reproduction = replace(run.reproduction, minifier=result, artifacts=tuple(run.reproducer.artifacts))
+        if result is None:
+            return "skipped"
+        return f"{'verified' if result.verified else 'not verified'} FX-graph repro in {result.duration_s:.0f} s" \
+            if result.repro_source else f"no FX-graph repro ({result.note})"
 
     def ladder(self, run: TriageRun) -> str:
         target = self.ladder_target(run)

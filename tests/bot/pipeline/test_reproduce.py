@@ -160,7 +160,8 @@ def test_megabytes_of_compiler_warnings_do_not_hide_the_error_line(reproducer):
 def test_torch_minifier_produces_a_repro_that_still_fails(classifier, machine, tmp_path):
     reproducer = Reproducer(classifier, run, machine, ReproduceOptions(minify_graph=True), tmp_path)
     reproduction = reproducer.reproduce(repro("inductor_compile_error"))
-    minifier = reproduction.minifier
+    assert reproduction.reproduced and reproduction.minifier is None  # the triage runs it last, on the minimized repro
+    minifier = reproducer.minify(repro("inductor_compile_error"), "backend_compiler_failed")
     assert minifier.launcher_found and minifier.repro_source, minifier.note
     assert minifier.verified and minifier.signature.startswith("backend_compiler_failed|")
     assert (tmp_path / "artifacts" / "minifier" / "repro.py").is_file()
