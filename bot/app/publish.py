@@ -128,6 +128,8 @@ def open_draft_pull(gh: GitHub, repo: str, issue_number: int, report: TriageRepo
     """
     if report.regression_test is None:
         return None, "no regression test was generated"
+    if report.disposition and not report.disposition.wants_regression_test:
+        return None, f"a {report.disposition.kind.replace('_', ' ')} gets no regression test PR ({report.disposition.reason})"
     base = gh.default_branch(repo)
     target = test_file or (report.test_suggestion.path if report.test_suggestion else None)
     existing = gh.file_text(repo, target, ref=base) if target else None

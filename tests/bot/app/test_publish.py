@@ -96,3 +96,18 @@ def test_the_apps_publish_plan_takes_the_overrides(ruleset):
                            test_file="test/test_dynamic_shapes.py")
     named = plan_publish("o/r", 12, report, rules, config, {"test-file": "test/x.py"}, None, draft_pr=False, fixed=True)
     assert (named.test_file, named.category_override, named.fixed) == ("test/x.py", None, True)
+
+
+def test_only_a_bug_or_an_unreproduced_report_gets_a_draft_pr(ruleset):
+    """A limitation (documented, with a workaround) or a user error has no fix coming: no PR, and the
+    reason says why, before anything is written to GitHub (no client is needed to decide it)."""
+    from bot.app.publish import open_draft_pull
+    from bot.core.disposition import Disposition
+    from bot.core.report import RegressionTest
+
+    test = RegressionTest(test_name="test_x", class_name="T", assertion="no_error", device="cpu", method_source="",
+                          file_source="", verification="fails_same", verification_note="")
+    limitation = Disposition("limitation", "fundamental_graph_break", "the graph break is fundamental", "documented")
+    report = TriageReport(classification=SURE, source="issue", regression_test=test, disposition=limitation)
+    pull, note = open_draft_pull(None, "o/r", 7, report, ruleset)
+    assert pull is None and note.startswith("a limitation gets no regression test PR")
