@@ -8,19 +8,15 @@ repro and the test, and the comment says what it trimmed.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 
 import re2
-import yaml
 
 from bot.core.graph_breaks import GraphBreakEntry, GraphBreakRegistry
 from bot.core.markdown import code_span, details, fence, inert, inert_line, trim_lines
 from bot.core.records import Classification
 from bot.core.render import render
 from bot.core.report import TriageReport
-from bot.core.ruleset import Category, Ruleset
+from bot.core.ruleset import Ruleset
 from bot.core.tables import ExcerptRules
 
 COMMENT_MARKER = "<!-- pt2-triage:report -->"
@@ -182,10 +178,3 @@ def render_pending_comment(classification: Classification, ruleset: Ruleset, dev
     return render("comment_pending.md.j2", marker=COMMENT_MARKER, classification=classification, category=category,
                   device=device, evidence=_evidence(classification), graph_break=_graph_break(graph_break),
                   inert_line=inert_line, code_span=code_span)
-
-
-def load_command_help(path: Path | None = None) -> tuple[tuple[str, str], ...]:
-    """(usage, help) for each comment command, from the App's command table (`rules/commands.yaml`)."""
-    source = path or resources.files("bot.rules") / "commands.yaml"
-    doc = yaml.safe_load(source.read_text(encoding="utf-8"))
-    return tuple((str(entry["usage"]), str(entry["help"])) for entry in doc["commands"])

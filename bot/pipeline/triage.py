@@ -17,7 +17,8 @@ from runners.sandbox import RunSpec
 
 from bot.pipeline import outdir
 from bot.core.classify import Classifier
-from bot.pipeline.comment import load_command_help, render_comment
+from bot.core.commands_table import load_command_help
+from bot.pipeline.comment import render_comment
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.pipeline.minimize import Minimizer, NotReproducible
 from bot.core import disposition as disposition_rules
