@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import json
 import logging
 import mmap
@@ -167,6 +168,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         reproducer = Reproducer(classifier, make_runner(stack, 1 if args.warm else 0), machine, options, out_dir)
         reproduction = reproducer.reproduce(script_path.read_text(encoding="utf-8", errors="replace"), issue_text)
+        if reproduction.reproduced and options.minify_graph:  # torch's after_aot minifier, when the category wants it
+            category = reproducer.final_classification(issue_text, reproduction).category
+            reproduction = replace(reproduction, minifier=reproducer.minify(reproducer.script_used, category))
     report = TriageReport(classification=reproducer.final_classification(issue_text), source="local_file",
                           reference=str(script_path), machine=machine, reproduction=reproduction)
     if out_dir:
@@ -305,6 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate_cmd.add_argument("--mistakes", action="store_true",
                               help="list the misclassified cases (train and dev only)")
 
+    add_run_commands(commands)
+    from bot.cli.app_commands import register as register_app_commands  # serve, publish, ci-failure
+    register_app_commands(commands, add_command)
+    from bot.cli.doctor import register as register_doctor; register_doctor(commands, add_command)  # noqa: E702
+    return parser
+
+
+def add_run_commands(commands) -> None:
+    """reproduce, minimize and triage: the commands that run untrusted code (in the sandbox)."""
     reproduce = add_command(commands, "reproduce", cmd_reproduce,
                             "run a repro in the sandbox with the diagnostics its category needs", "print the report as JSON")
     reproduce.add_argument("script", help="the repro script (untrusted: it only ever runs in the sandbox)")
@@ -345,10 +358,6 @@ def build_parser() -> argparse.ArgumentParser:
     triage.add_argument("--no-ladder", action="store_true",
                         help="skip the ablation ladder (compiler off, eager, aot_eager, ... re-runs that localize the failure)")
     add_unsafe_flag(triage)
-    from bot.cli.app_commands import register as register_app_commands  # serve, publish, ci-failure
-    register_app_commands(commands, add_command)
-    from bot.cli.doctor import register as register_doctor; register_doctor(commands, add_command)  # noqa: E702
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
