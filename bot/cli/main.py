@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import json
 import logging
 import mmap
 import re
 import sys
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
