@@ -15,7 +15,7 @@ from where it can be redelivered (by hand or through the REST API).
 Production: `waitress-serve --threads 32 --max-request-body-size 26214401 --call bot.app.factory:create_app`
 (the size makes waitress answer 413 itself instead of spooling the body to disk first), or gunicorn with
 `'bot.app.factory:create_app()'`, without --preload so each process starts its own workers). Settings come
-from the environment (bot/settings.py). `pt2-triage serve` runs the same app. Jobs run in worker
+from the environment (bot/app/settings.py). `pt2-triage serve` runs the same app. Jobs run in worker
 threads of the web process (`PT2_TRIAGE_WORKERS`), or, for the lowest ack latency, in separate
 `pt2-triage worker` processes with `PT2_TRIAGE_WORKERS=0` on the web side: they share the store.
 """

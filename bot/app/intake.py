@@ -1,4 +1,4 @@
-"""Webhook intake: verify, parse, route (pure; the Flask view in app.py only wires these).
+"""Webhook intake: verify, parse, route (pure; the Flask view in factory.py only wires these).
 
 Order matters: the declared size is checked from the headers before the body is read
 (`length_refusal`), and the HMAC signature over the raw body before anything parses it, so a

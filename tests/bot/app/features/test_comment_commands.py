@@ -8,10 +8,10 @@ import pytest
 from bot.app.commands import Command, Rejection
 from bot.app.dispatch import DispatchRun
 from bot.app.event import Issue
-from bot.app.features.comment_commands import CommandComment, CommandState, decide, parse
+from bot.app.features.comment_commands import ACTIONS, CommandComment, CommandState, decide, parse
 from bot.app.plan import AddLabels, React, Reply, SetOverride, UpsertComment
 from bot.app.publish import Publish
-from bot.core.commands_table import default_commands
+from bot.core.commands_table import default_commands, help_rows
 
 from .conftest import REPO, event, graph_break_report, labeled_issue, runner_job
 
@@ -27,6 +27,10 @@ def comment(body_or_command, login: str = "maintainer", issue: Issue | None = No
 
 def plan_for(rules, issue_state, command, permission="write", **issue_changes):
     return decide(comment(command), CommandState(rules, permission, issue_state(**issue_changes)))
+
+
+def test_every_command_in_the_table_does_something_and_nothing_else_is_done():
+    assert set(ACTIONS) == {spec.name for spec in help_rows()}
 
 
 # -- parse
