@@ -69,7 +69,7 @@ def parse_command(body: str, bot_name: str, table: dict[str, CommandSpec] | None
         match = mention.search(line)
         if not match:
             continue
-        words = [w.strip(".,;:!?()\"'") for w in match.group(1).split()]
+        words = [w.strip("()\"'").rstrip(".,;:!?") for w in match.group(1).split()]  # keeps a leading ./
         words = [w for w in words if w]
         while words and words[0].lower() in FILLER_WORDS:
             words.pop(0)
@@ -94,7 +94,8 @@ def _with_argument(spec: CommandSpec, rest: list[str], categories) -> Command | 
     value = meaningful[0]
     if spec.args == "category":
         return check_category(Command(spec.name, value.lower().replace("-", "_"), spec), categories)
-    value = value.lstrip("./") if value.startswith("./") else value
+    while value.startswith("./"):
+        value = value[2:]
     if not PATH_RE.match(value) or value.startswith("/") or ".." in value.split("/"):
         return Rejection(spec.name, f"`{spec.name}` needs a relative path to a .py test file, e.g. test/dynamo/test_repros.py")
     return Command(spec.name, value, spec)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from bot.app.settings import DEFAULT_API_URL
+from bot.cli.common import UsageError, build_classifier
 
 # Job workers yield the CPU to the web process on a shared host: an acknowledgement has GitHub's
 # 10 s (and our p99 target of 100 ms); a job has minutes. Measured on 2 cores under 50 clients.
@@ -64,7 +65,6 @@ def _repo_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _client(args):
-    from bot.cli.main import UsageError
     from bot.app.github import GitHub, StaticToken, parse_repo
 
     try:
@@ -90,7 +90,6 @@ def _github_errors(action):
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from bot.cli.main import UsageError
     from bot.core.graph_breaks import load_registry
     from bot.app.publish import publish_report
     from bot.core.report import TriageReport
@@ -125,7 +124,6 @@ def cmd_publish(args: argparse.Namespace) -> int:
 def cmd_ci_failure(args: argparse.Namespace) -> int:
     from bot.pipeline.ci_failure import render_ci_comment
     from bot.app.ci_publish import collect_failures, publish_failures
-    from bot.cli.main import build_classifier
 
     gh = _client(args)
     classifier = build_classifier(args.rules)
@@ -159,7 +157,6 @@ def cmd_ci_failure(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from bot.app.factory import create_app
-    from bot.cli.main import UsageError
     from bot.app.settings import SettingsError, settings_from_env
 
     try:
@@ -193,7 +190,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import threading
 
     from bot.app.factory import build_services
-    from bot.cli.main import UsageError
     from bot.app.settings import SettingsError, settings_from_env
     from bot.app.jobs import WorkerPool
 

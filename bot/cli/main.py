@@ -13,22 +13,18 @@ from pathlib import Path
 from typing import Iterator
 
 from bot import __version__
+from bot.cli.common import UsageError, build_classifier  # noqa: F401  (UsageError: part of this module's API)
 
 from bot.pipeline import outdir
 from bot.pipeline.outdir import OutDirRefused
 from bot.core.classify import Classifier
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.core.logtext import decode
-from bot.core.graph_breaks import load_registry
 from bot.core.records import Classification
 from bot.core.render import render
-from bot.core.ruleset import Ruleset, RulesError, load_ruleset
+from bot.core.ruleset import Ruleset, RulesError
 
 log = logging.getLogger("pt2_triage")
-
-
-class UsageError(Exception):
-    """A mistake the user can fix; printed as one line, exit status 2."""
 
 
 @contextmanager
@@ -46,10 +42,6 @@ def open_input(path: str) -> Iterator[bytes]:
             return
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             yield mapped
-
-
-def build_classifier(rules_dir: str | None) -> Classifier:
-    return Classifier(load_ruleset(rules_dir), load_registry())
 
 
 def classification_json(result: Classification, ruleset: Ruleset) -> dict:

@@ -27,6 +27,7 @@ def command(name: str, argument: str | None = None) -> Command:
     ("@pt2-triage classify, please", command("classify")),
     ("@pt2-triage category dynamic-shapes", command("category", "dynamic_shapes")),
     ("@pt2-triage test-file test/dynamo/test_repros.py.", command("test-file", "test/dynamo/test_repros.py")),
+    ("@pt2-triage test-file ./test/dynamo/test_repros.py", command("test-file", "test/dynamo/test_repros.py")),
     ("@pt2-triage pr", command("draft-pr")),
     ("thanks!\n\n@pt2-triage help", command("help")),
 ])
