@@ -6,6 +6,7 @@ way a maintainer would read the comment.
 """
 import json
 import os
+from dataclasses import replace
 import re
 
 import pytest
@@ -67,10 +68,39 @@ def report_for(category: str) -> TriageReport:
 @pytest.mark.parametrize("category", [c for c in CATEGORY_IDS if c != "unknown"])
 def test_comment_matches_golden_file(category):
     comment = render_comment(report_for(category), RULESET, REGISTRY, commands=COMMANDS)
-    golden = GOLDEN / f"comment_{category}.md"
-    if os.environ.get("PT2_TRIAGE_UPDATE_GOLDEN") == "1" or not golden.exists():
-        golden.write_text(comment, encoding="utf-8")
-    assert comment == golden.read_text(encoding="utf-8")
+    assert_golden(comment, GOLDEN / f"comment_{category}.md")
+
+
+def assert_golden(text: str, golden) -> None:
+    """A missing golden file fails (an update writes it: PT2_TRIAGE_UPDATE_GOLDEN=1)."""
+    if os.environ.get("PT2_TRIAGE_UPDATE_GOLDEN") == "1":
+        golden.write_text(text, encoding="utf-8")
+    assert golden.exists(), f"{golden} is missing; write it with PT2_TRIAGE_UPDATE_GOLDEN=1 and review it"
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_the_ladder_the_disposition_and_a_verified_workaround_in_the_comment():
+    from bot.core.disposition import Disposition
+    from bot.core.ladder import RungResult
+    from bot.core.report import LadderReport, Workaround
+
+    unsupported = "torch._dynamo.exc.Unsupported: Data-dependent branching\n  Explanation: ..."
+    rungs = (RungResult("no_compiler", "compiler off", "passes"),
+             RungResult("eager", 'backend="eager"', "fails", "graph_break", unsupported),
+             RungResult("inductor", 'backend="inductor"', "fails", "graph_break", unsupported),
+             RungResult("no_fullgraph", "fullgraph=False", "passes"))
+    ladder = LadderReport(rungs=rungs, layer="dynamo", owner="Dynamo", category="graph_break", cheapest_backend="eager",
+                          sentence='Fails already with backend="eager", so Dynamo\'s tracing or guards own it.',
+                          workarounds=("fullgraph=False",), script="minimized")
+    disposition = Disposition("limitation", "fundamental_graph_break", "the graph break is fundamental",
+                              "documented behaviour with a workaround", ("torch_cond",),
+                              ("Use `torch.cond` to express dynamic control flow.",))
+    workaround = Workaround("torch_cond", "The `if` at line 5 became `torch.cond`", "import torch\n", True, "ran to completion")
+    report = replace(report_for("graph_break"), regression_test=None, ladder=ladder, disposition=disposition,
+                     workaround=workaround)
+    comment = render_comment(report, RULESET, REGISTRY, commands=COMMANDS)
+    assert "| backend=\"eager\" | fails | `torch._dynamo.exc.Unsupported: Data-dependent branching` |" in comment
+    assert_golden(comment, GOLDEN / "comment_ladder_limitation.md")
 
 
 @pytest.mark.parametrize("category", [c for c in CATEGORY_IDS if c not in ("unknown", "not_pt2")])
