@@ -50,7 +50,7 @@ def test_the_compiler_goes_off_before_the_scripts_own_code():
 
 ACCURACY = """\
 import torch
-from tests import paths
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
 
 
 def f(x):
