@@ -20,7 +20,6 @@ from bot.core.tables import JUDGES, require
 FAILS = "fails"  # fails the way the repro failed (same category, or same exception type)
 FAILS_DIFFERENTLY = "fails_differently"
 PASSES = "passes"
-OUTCOMES = (FAILS, FAILS_DIFFERENTLY, PASSES, "timeout", "limit", "not_run")
 
 
 @dataclass(frozen=True)
@@ -233,7 +232,3 @@ def decide(table: LadderTable, results: tuple[RungResult, ...], category: str) -
         sentence += f" Re-filed from {category} to {refiled}."
     return Verdict(layer.id, layer.owner, refiled, cheapest, sentence, workarounds)
 
-
-def table_of(results: tuple[RungResult, ...]) -> list[tuple[str, str, str]]:
-    """(rung, outcome, what it showed) rows for a report or a comment."""
-    return [(r.title, r.outcome.replace("_", " "), r.exception or r.category or "") for r in results]

@@ -14,6 +14,7 @@ nothing is claimed until bot/pipeline/ladder.py has run the rewrite and seen it 
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from dataclasses import dataclass
 
@@ -80,7 +81,7 @@ def _find_if(tree: ast.Module, line: int | None):
             continue
         for body in _bodies(function):
             for index, stmt in enumerate(body):
-                if isinstance(stmt, ast.If) and _nearest_function(function, stmt):
+                if isinstance(stmt, ast.If):
                     candidates.append((function, body, index))
     if line is not None:
         exact = [c for c in candidates if c[1][c[2]].lineno == line]
@@ -105,10 +106,6 @@ def _bodies(function: ast.AST):
                     stack.append(inner)
 
 
-def _nearest_function(function: ast.AST, stmt: ast.stmt) -> bool:
-    return any(stmt is node for body in _bodies(function) for node in body)
-
-
 def _looks_data_dependent(test: ast.expr) -> bool:
     text = ast.unparse(test)
     return bool(re.search(r"\.(item|sum|any|all|max|min|mean|norm)\(|torch\.|\.shape\[", text))
@@ -125,7 +122,7 @@ def _predicate(test: ast.expr) -> ast.expr:
                 return node.args[0]
             return node
 
-    return Strip().visit(ast.parse(ast.unparse(test), mode="eval").body)
+    return Strip().visit(copy.deepcopy(test))
 
 
 def _returns(body: list[ast.stmt]) -> bool:

@@ -22,7 +22,7 @@ from bot.core import ladder as ladder_rules
 from bot.core import outcome, workaround
 from bot.core.classify import Classifier
 from bot.core.report import LadderReport, Reproduction, RunRecord, Workaround
-from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, Runner, output_text, record_reproduces
+from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, Runner, output_text, record_reproduces, uncaught_exception
 
 CUSTOM_BACKEND = re.compile(r"\bbackend\s*=")
 
@@ -113,8 +113,7 @@ class LadderRunner:
                        timeout_s=self.timeout_s, gpu=self.gpu)
         result = self.runner(spec)
         classification = self.classifier.classify_text(output_text(result), context=target.script)
-        uncaught = getattr(result, "uncaught_exception", None)
-        exception = f"{uncaught.get('type', '')}: {str(uncaught.get('message', ''))[:300]}" if uncaught else None
+        exception = uncaught_exception(result)
         seen = ladder_rules.Observed(result.status, outcome.launcher_failed(result), classification.category,
                                      exception, self._silent_differs(result, target.category))
         return ladder_rules.RungResult(rung.id, rung.title, ladder_rules.rung_outcome(rung, goal, seen),
@@ -141,7 +140,7 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
         state, text = "reproduced", deciding.output_tail if deciding else ""
     else:
         state, text = "not_reproduced", ""
-    off = next((r for r in (ladder.rungs if ladder else ()) if r.rung == "no_compiler"), None)
+    off = ladder.rungs[0] if ladder and ladder.rungs else None  # the compiler-off rung: first, by the table's rule
     reason = (reproduction.reason_text if reproduction else None) or (
         "the issue has no runnable repro" if script is None else None)
     return disposition_rules.Facts(state=state, has_script=script is not None, failure_text=text,
@@ -168,9 +167,7 @@ def try_workarounds(kinds: tuple[str, ...], script: str, output: str, runner: Ru
             continue
         result = runner(RunSpec(script=rewrite.source, env=dict(ALWAYS_ENV), timeout_s=timeout_s, gpu=gpu))
         failed = outcome.launcher_failed(result)
-        uncaught = getattr(result, "uncaught_exception", None) or {}
-        shown = ("ran to completion" if not failed else
-                 f"still fails ({result.status}): {uncaught.get('type', '')}: {str(uncaught.get('message', ''))[:200]}")
+        shown = "ran to completion" if not failed else f"still fails ({result.status}): {uncaught_exception(result, 200)}"
         found = Workaround(rewrite.kind, rewrite.note, rewrite.source, not failed, shown)
         if found.verified:
             return found

@@ -313,7 +313,6 @@ class Reproducer:
         result = self.runner(spec)
         text = output_text(result)
         classification = self.classifier.classify_text(text, context=spec.script or "")
-        uncaught = getattr(result, "uncaught_exception", None)
         record = RunRecord(
             purpose=purpose, env=dict(env), status=result.status, exit_code=result.exit_code, signal=result.signal,
             duration_s=round(result.duration_s, 3), peak_rss_bytes=result.peak_rss_bytes,
@@ -323,7 +322,7 @@ class Reproducer:
             output_dropped_bytes=result.stdout_dropped_bytes + result.stderr_dropped_bytes,
             failed=outcome.launcher_failed(result), sandbox=getattr(result, "sandbox", ""),
             limits_mechanism=getattr(result, "limits_mechanism", ""),
-            exception=f"{uncaught.get('type', '')}: {str(uncaught.get('message', ''))[:300]}" if uncaught else None,
+            exception=uncaught_exception(result),
             probe=getattr(result, "probe", None))
         self.records.append(record)
         self._save_log(len(self.records), text)
@@ -373,6 +372,12 @@ class Reproducer:
         return MinifierResult(launcher_found=outcome_.launcher_source is not None, repro_source=outcome_.repro_source,
                               verified=verified, signature=signature, duration_s=round(outcome_.duration_s, 1),
                               note=outcome_.note)
+
+
+def uncaught_exception(result: RunResult, limit: int = 300) -> str | None:
+    """The uncaught exception the launcher's bootstrap reported, as "Type: message" (None without one)."""
+    uncaught = getattr(result, "uncaught_exception", None)
+    return f"{uncaught.get('type', '')}: {str(uncaught.get('message', ''))[:limit]}" if uncaught else None
 
 
 def _exception_of(record: RunRecord | None) -> dict | None:
