@@ -189,12 +189,25 @@ def enter_namespaces():
     write_file("/proc/self/gid_map", f"{gid} {gid} 1\n")
 
 
+def fresh_tmp_keeping(kept_dirs, tmp_size):
+    """A fresh /tmp for the run, with the interpreter's directories that live under the host's /tmp
+    (a venv or a CI clone there) bound back in, read-only as bubblewrap bound them: the new tmpfs
+    would hide them, and every import the script makes after the server's preload would fail.
+    They are held by O_PATH descriptors across the mount and re-bound through /proc/self/fd."""
+    held = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY)) for path in kept_dirs]
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    for path, fd in held:
+        os.makedirs(path, 0o755, exist_ok=True)
+        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        os.close(fd)
+
+
 def build_view(request, config):
     """C2, as PID 1: the run's filesystem view and network, then no way to change either."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     tmp_size = f"size={int(request['tmp_bytes'])},mode=0755"
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
+    fresh_tmp_keeping(config.get("tmp_keep", ()), tmp_size)
     os.mkdir(config["home"], 0o755)
     mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmp_size)
     if "/" in request["run_dir"] or "/" in (request.get("cache_dir") or ""):

@@ -195,7 +195,8 @@ class WarmWorker:
                 os.chown(path, uid, gid)
         config = {"mode": "bwrap", "seccomp": seccomp.build_filter("strict").hex(), "runs": INSIDE_RUNS,
                   "caches": INSIDE_CACHES, "workdir": sandbox.INSIDE_WORKDIR, "cache": sandbox.INSIDE_CACHE,
-                  "home": sandbox.INSIDE_HOME, "inductor_tmp": sandbox.inside_inductor_tmp()}
+                  "home": sandbox.INSIDE_HOME, "inductor_tmp": sandbox.inside_inductor_tmp(),
+                  "tmp_keep": [d for d in sandbox.interpreter_dirs(self.python) if d.startswith("/tmp/")]}
         seccomp_fd = sandbox._pipe_with(seccomp.build_filter("server"))
         inner = [self.python, f"{sandbox.INSIDE_RUNNER}/_worker_server.py", str(ctrl_fd), json.dumps(config), *self.preload]
         env = sandbox.build_env({}, sandbox.INSIDE_WORKDIR, home=sandbox.INSIDE_HOME, tmpdir="/tmp")

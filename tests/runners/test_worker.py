@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -173,6 +174,19 @@ def test_a_jobs_cache_is_shared_by_its_warm_runs_and_hidden_from_other_jobs(bare
                        "['inductor_tmp'] []\n"]
     no_job = bare.run(RunSpec(script="open('/cache/x', 'w')"))  # the server's scratch dir is not a channel
     assert no_job.uncaught_exception["type"] == "builtins.OSError" and "Read-only" in no_job.uncaught_exception["message"]
+
+
+def test_an_interpreter_under_the_hosts_tmp_still_imports_in_warm_runs(tmp_path):
+    """A venv under /tmp (a CI clone there, `python -m venv /tmp/x`) is bound into the sandbox, and
+    each warm run's fresh /tmp must not hide it: an import after the preload would fail."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site_packages = next(venv.glob("lib/python*/site-packages"))
+    (site_packages / "late_module.py").write_text("VALUE = 42\n")
+    python = str(venv / "bin" / "python")
+    with WarmWorker(preload=(), python=python) as warm:
+        result = warm.run(RunSpec(script="import late_module\nprint(late_module.VALUE)\n", python=python))
+    assert result.warm and result.stdout == "42\n", result.stderr
 
 
 def test_a_kept_warm_workdir_outlives_the_worker(tmp_path):
