@@ -5,7 +5,7 @@ Each case in benchmarks/minimize_cases/ is a 40-55 line script that fails with o
 internal error, dynamic shapes) buried in model code that has nothing to do with it. Per case,
 one after another so they see the same machine:
 
-  ours               bot.pipeline.minimize.Minimizer over runners/reduce.py, candidates run by a pool of
+  ours               bot.pipeline.minimize.Minimizer over runners/reduce/, candidates run by a pool of
                      warm workers (--jobs), exactly as `pt2-triage minimize` runs them
   pysource-minimize  pysource_minimize.minimize(source, checker), the checker calling
                      benchmarks/interesting.py (sequential: the library tests one candidate at a time)

@@ -8,7 +8,7 @@ For categories whose failure text does not prove the compiler's part (`eager_cle
 categories.yaml: an `assert_close` message, a segfault) a candidate must also run clean with the
 compiler off, or `torch.testing.assert_close(torch.randn(1), torch.ones(1))` would pass for a
 minimized accuracy bug.
-The search itself is runners/reduce.py; every candidate runs in the sandbox (warm workers).
+The search itself is runners/reduce/; every candidate runs in the sandbox (warm workers).
 """
 from __future__ import annotations
 

@@ -1,0 +1,60 @@
+"""What a reduction takes and gives: the predicate and edit types, the statistics and result, and the size
+measure (tokens, then characters) every pass is judged by."""
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+Predicate = Callable[[str], bool]
+PathStep = tuple[str, int | None]
+NodePath = tuple[PathStep, ...]
+Edit = Callable[[ast.AST], bool]  # mutates a fresh copy of the tree; False = not applicable
+
+
+@dataclass
+class ReduceStats:
+    lines_before: int = 0
+    lines_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    candidates: int = 0  # candidates generated (including cache hits)
+    runs: int = 0  # predicate calls
+    cache_hits: int = 0
+    sure_failures_skipped: int = 0  # candidates not run: a sure NameError/AttributeError/TypeError (sure_errors)
+    accepted: int = 0
+    rounds: int = 0
+    wall_s: float = 0.0
+    stop_reason: str = ""
+    passes: dict[str, int] = field(default_factory=dict)  # accepted edits per pass
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ReduceResult:
+    source: str
+    stats: ReduceStats
+
+
+def count_tokens(source: str) -> int:
+    """Significant tokens (no comments, newlines or indentation)."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+    try:
+        return sum(1 for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type not in skip)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return len(source.split())
+
+
+def size_key(source: str) -> tuple[int, int]:
+    """What "smaller" means: fewer characters, then smaller numbers (so 3 -> 1 counts as progress)."""
+    return len(source), sum(int(digits) for digits in re.findall(r"\d+", source))
+
+
+def format_source(tree: ast.AST) -> str:
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"

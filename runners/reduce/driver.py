@@ -1,0 +1,199 @@
+"""The driver: runs the passes coarse to fine, tests candidates (cached by text, in parallel batches), keeps the
+smallest that is still interesting, and stops at the budget."""
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterator, Sequence
+
+from runners.reduce.base import Edit, Predicate, ReduceResult, ReduceStats, count_tokens, format_source, size_key
+from runners.reduce.checks import sure_errors
+from runners.reduce.structural import argument_edits, constant_edits, expression_edits, statement_edits, unwrap_edits
+from runners.reduce.rewrites import inline_edits, instance_edits, parameter_edits
+
+
+PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
+    statement_edits, unwrap_edits, instance_edits, parameter_edits, inline_edits, argument_edits, expression_edits,
+    constant_edits)
+
+
+class Reducer:
+    def __init__(self, is_interesting: Predicate, *, budget_s: float = 300, max_runs: int = 10_000,
+                 parallelism: int = 1, batch: int | None = None, replacements: Sequence[str] = ()):
+        self.is_interesting = is_interesting
+        self.replacements = [ast.parse(text, mode="eval").body for text in replacements]
+        self.budget_s = budget_s
+        self.max_runs = max_runs
+        self.parallelism = max(1, parallelism)
+        self.batch = batch or self.parallelism
+        self.cache: dict[str, bool] = {}
+        self.allowed_errors: frozenset[str] | None = None  # the original's own sure errors (see sure_errors)
+        self.stats = ReduceStats()
+        self.deadline = 0.0
+        self.history: list[str] = []  # accepted candidates, oldest first
+
+    def reduce(self, source: str) -> ReduceResult:
+        started = time.monotonic()
+        self.deadline = started + self.budget_s
+        self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
+        self.history = []
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            return self._finish(source, started, f"the input does not parse: {exc.msg} (line {exc.lineno})")
+        if not self._test(source):
+            return self._finish(source, started, "the original is not interesting: nothing to preserve")
+        self.allowed_errors = sure_errors(tree)
+        best = source
+        with ThreadPoolExecutor(self.parallelism) if self.parallelism > 1 else _Inline() as pool:
+            self.pool = pool
+            reason = "fixpoint: no pass makes progress"
+            while True:
+                self.stats.rounds += 1
+                progressed = False
+                for make_edits in PASSES:
+                    tree, best, changed = self._run_pass(make_edits, tree, best)
+                    progressed |= changed
+                    if self._out_of_budget():
+                        break
+                if self._out_of_budget():
+                    reason = self._budget_reason()
+                    break
+                if not progressed:
+                    break
+        return self._finish(self._confirm(best, source), started, reason)
+
+    def _run_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
+        """Apply edits of one pass greedily. After an accepted edit the edits are regenerated from
+        the new tree and the pass goes on from the same position rather than from the start: the
+        edits before it failed a moment ago and mostly still would, and re-running them after
+        every success costs quadratic runs. The caller's next round retries them all (fixpoint)."""
+        changed, restart, resume_at = False, True, 0
+        while restart and not self._out_of_budget():
+            restart = False
+            pending: list[tuple[str, str, ast.AST, int]] = []
+            edits = make_edits(tree, self.replacements) if make_edits is expression_edits else make_edits(tree)
+            for position, (pass_name, edit) in enumerate(edits):
+                if position < resume_at:
+                    continue
+                candidate_tree = copy.deepcopy(tree)
+                try:
+                    if not edit(candidate_tree):
+                        continue
+                    candidate = format_source(candidate_tree)
+                except (IndexError, AttributeError, TypeError, ValueError, RecursionError):
+                    continue
+                if size_key(candidate) >= size_key(best):
+                    continue
+                if self._sure_to_fail(candidate_tree):
+                    self.stats.sure_failures_skipped += 1
+                    continue
+                self.stats.candidates += 1
+                pending.append((pass_name, candidate, candidate_tree, position))
+                if len(pending) >= self.batch:
+                    winner = self._first_interesting(pending)
+                    pending = []
+                    if winner:
+                        tree, best, resume_at = *self._accept(winner), winner[3]
+                        changed = restart = True
+                        break
+                if self._out_of_budget():
+                    break
+            if not restart and pending and not self._out_of_budget():
+                winner = self._first_interesting(pending)
+                if winner:
+                    tree, best, resume_at = *self._accept(winner), winner[3]
+                    changed = restart = True
+        return tree, best, changed
+
+    def _sure_to_fail(self, tree: ast.AST) -> bool:
+        """A candidate that reads a name or `self` attribute nothing sets, or calls one of the
+        module's functions with arguments it cannot take, where the original did not: a sure
+        NameError, AttributeError or TypeError, not worth a run."""
+        if self.allowed_errors is None:
+            return False
+        errors = sure_errors(tree)
+        return errors is not None and not errors <= self.allowed_errors
+
+    def _accept(self, winner: tuple[str, str, ast.AST, int]) -> tuple[ast.AST, str]:
+        pass_name, candidate = winner[:2]
+        self.stats.accepted += 1
+        self.stats.passes[pass_name] = self.stats.passes.get(pass_name, 0) + 1
+        self.history.append(candidate)
+        return ast.parse(candidate), candidate
+
+    def _first_interesting(self, pending: Sequence[tuple[str, str, ast.AST, int]]):
+        """Test a batch (in parallel when allowed); the earliest interesting one wins (deterministic)."""
+        results = list(self.pool.map(lambda item: self._test(item[1]), pending))
+        return next((item for item, ok in zip(pending, results) if ok), None)
+
+    def _test(self, candidate: str, use_cache: bool = True) -> bool:
+        key = hashlib.sha1(candidate.encode()).hexdigest()
+        if use_cache and key in self.cache:
+            self.stats.cache_hits += 1
+            return self.cache[key]
+        if self.stats.runs >= self.max_runs or time.monotonic() > self.deadline:
+            return False
+        self.stats.runs += 1
+        try:
+            verdict = bool(self.is_interesting(candidate))
+        except Exception:  # a predicate that crashes says "not interesting", never aborts the search
+            verdict = False
+        self.cache[key] = verdict
+        return verdict
+
+    def _confirm(self, best: str, original: str) -> str:
+        """Re-test the result uncached, to catch a flaky predicate; on failure walk back through
+        up to three earlier accepted steps, and finally to the original (known interesting)."""
+        for candidate in [best] + self.history[-2:-5:-1]:
+            if candidate == original:
+                break
+            self.stats.runs += 1
+            try:
+                if self.is_interesting(candidate):
+                    if candidate != best:
+                        self.stats.stop_reason = "flaky: the smallest result did not hold on a re-check; returned an earlier step"
+                    return candidate
+            except Exception:
+                pass
+        if best != original:
+            self.stats.stop_reason = "flaky: no reduced result held on a re-check; returned the original"
+        return original
+
+    def _out_of_budget(self) -> bool:
+        return time.monotonic() > self.deadline or self.stats.runs >= self.max_runs
+
+    def _budget_reason(self) -> str:
+        return "budget: max runs reached" if self.stats.runs >= self.max_runs else "budget: time ran out"
+
+    def _finish(self, source: str, started: float, reason: str) -> ReduceResult:
+        self.stats.lines_after = len(source.splitlines())
+        self.stats.tokens_after = count_tokens(source)
+        self.stats.wall_s = round(time.monotonic() - started, 3)
+        if not self.stats.stop_reason.startswith("flaky"):
+            self.stats.stop_reason = reason
+        return ReduceResult(source, self.stats)
+
+
+class _Inline:
+    """A pool stand-in that maps in the calling thread, stopping at the first True."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def map(self, fn, items):
+        for item in items:
+            result = fn(item)
+            yield result
+            if result:
+                return
+
+
+def reduce_source(source: str, is_interesting: Predicate, **options) -> ReduceResult:
+    return Reducer(is_interesting, **options).reduce(source)

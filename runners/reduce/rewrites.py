@@ -1,0 +1,242 @@
+"""The passes that know what Python code means: instantiate a layer instead of its wrapper, drop a parameter with
+its call-site arguments, inline a variable or a function used once. Each yields (pass name, edit), coarse
+edits first."""
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Iterator
+
+from runners.reduce.base import Edit, NodePath
+from runners.reduce.paths import replace_with, resolve, set_child, statement_lists, walk_paths
+
+
+def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Instantiate something else instead, so a wrapper layer disappears once an inner layer alone
+    shows the behaviour: another class of the module (`Outer(...)` -> `Inner(1, 1)`), or a
+    layer the class builds in `__init__` (`Net(8)` -> `nn.Linear(8, 4)` for `self.fc = nn.Linear(dim, 4)`,
+    the call's arguments and the defaults put in for the parameters)."""
+    classes = {node.name: node for node in getattr(tree, "body", []) if isinstance(node, ast.ClassDef)}
+    for path, node in walk_paths(tree):
+        if path and isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
+            for name, other in classes.items():
+                if name != node.func.id:
+                    yield "instances", _replace_instance(path, _instantiation(name, other), node.func.id)
+            for layer in _layers_built(classes[node.func.id], node):
+                yield "instances", _replace_instance(path, layer, node.func.id)
+
+
+def _replace_instance(path: NodePath, replacement: ast.expr, class_name: str) -> Edit:
+    """Replace an instantiation, and drop the class when nothing else uses it: the candidate is
+    then smaller at once (the replacement alone is often longer than `Net()`)."""
+    replace = replace_with(path, replacement)
+
+    def edit(tree: ast.AST) -> bool:
+        if not replace(tree):
+            return False
+        if not any(isinstance(n, ast.Name) and n.id == class_name for n in ast.walk(tree)):
+            tree.body = [n for n in tree.body if not (isinstance(n, ast.ClassDef) and n.name == class_name)]
+        return True
+    return edit
+
+
+def _layers_built(cls: ast.ClassDef, call: ast.Call) -> list[ast.expr]:
+    """The calls in `self.x = call(...)` in `__init__` that do not use `self`, with the `__init__`
+    parameters replaced by what `call` passes (or their defaults)."""
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:
+        return []
+    binding = _bind_arguments(init.args, call, skip_self=True)
+    if binding is None:
+        return []
+    layers = []
+    for statement in init.body:
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.value, ast.Call)
+                and isinstance(statement.targets[0], ast.Attribute) and isinstance(statement.targets[0].value, ast.Name)
+                and not any(isinstance(n, ast.Name) and n.id == init.args.args[0].arg for n in ast.walk(statement.value))):
+            layers.append(_substitute(statement.value, binding))
+    return layers
+
+
+def _bind_arguments(args: ast.arguments, call: ast.Call, skip_self: bool = False) -> dict[str, ast.expr] | None:
+    """Parameter name -> the expression the call gives it (or its default); None when the call
+    does not fit simply (starred arguments, *args/**kwargs, a missing or unknown argument)."""
+    positional = (args.posonlyargs + args.args)[1 if skip_self else 0:]
+    if (args.vararg or args.kwarg or args.kwonlyargs or any(isinstance(a, ast.Starred) for a in call.args)
+            or len(call.args) > len(positional) or (skip_self and not (args.posonlyargs + args.args))):
+        return None
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(args.defaults):], args.defaults))
+    binding = {p.arg: value for p, value in zip(positional, call.args)}
+    for keyword in call.keywords:
+        if keyword.arg is None or keyword.arg in binding or keyword.arg not in {p.arg for p in positional}:
+            return None
+        binding[keyword.arg] = keyword.value
+    for p in positional:
+        if p.arg not in binding:
+            if p.arg not in defaults:
+                return None
+            binding[p.arg] = defaults[p.arg]
+    return binding
+
+
+def _substitute(expression: ast.expr, binding: dict[str, ast.expr]) -> ast.expr:
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return copy.deepcopy(binding[node.id]) if isinstance(node.ctx, ast.Load) and node.id in binding else node
+    return Substitute().visit(copy.deepcopy(expression))
+
+
+def parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Drop a positional parameter of a module-level function (or class `__init__`) together with
+    the matching argument at every call site, so the program stays consistent."""
+    for owner in getattr(tree, "body", []):
+        function = owner if isinstance(owner, ast.FunctionDef) else next(
+            (n for n in getattr(owner, "body", []) if isinstance(owner, ast.ClassDef)
+             and isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if function is None:
+            continue
+        first = 1 if function is not owner else 0  # skip `self`
+        for index in range(first, len(function.args.posonlyargs + function.args.args)):
+            yield "parameters", _drop_parameter(owner.name, function is not owner, index, index - first)
+
+
+def _drop_parameter(name: str, is_class: bool, param_index: int, arg_index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        owner = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name), None)
+        if owner is None:
+            return False
+        function = owner if not is_class else next(
+            (n for n in owner.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        args = function.args
+        positional = args.posonlyargs + args.args
+        if function is None or param_index >= len(positional):
+            return False
+        defaults_start = len(positional) - len(args.defaults)
+        if param_index >= defaults_start:
+            del args.defaults[param_index - defaults_start]
+        target = args.posonlyargs if param_index < len(args.posonlyargs) else args.args
+        del target[param_index if target is args.posonlyargs else param_index - len(args.posonlyargs)]
+        for node in ast.walk(tree):
+            if _calls(node, name) and arg_index < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args):
+                del node.args[arg_index]
+        return True
+    return edit
+
+
+def _calls(node: ast.AST, name: str) -> bool:
+    """`name(...)`, or `wrapper(name, ...)(...)` (a function passed through a decorator-like call)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id == name
+    return (isinstance(func, ast.Call) and bool(func.args) and isinstance(func.args[0], ast.Name)
+            and func.args[0].id == name)
+
+
+def inline_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Inline a variable assigned once and read once (`y = f(x); g(y)` -> `g(f(x))`), and a
+    module-level function called once (its body moved to the call, see `_inline_call`)."""
+    stores: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            counts = stores if isinstance(node.ctx, ast.Store) else loads
+            counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal)):
+            for name in getattr(node, "names", [getattr(node, "name", None)]):
+                stores[name] = stores.get(name, 0) + 2  # never inline names with other bindings
+    for name, count in stores.items():
+        if count == 1 and loads.get(name) == 1:
+            yield "inline", _inline_variable(name)
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.FunctionDef) and loads.get(node.name) == 1 and stores.get(node.name) == 2:
+            yield "inline", _inline_call(node.name)
+
+
+def _inline_call(name: str) -> Edit:
+    """`def f(a): s1; return e` called once as `... f(x) ...` in some statement S: before S put
+    `a = x; s1`, replace the call by `e` (a bare `f(x)` statement just becomes the body) and
+    delete the def. Only for plain functions: no decorators, *args or yield, `return` only last."""
+    def edit(tree: ast.AST) -> bool:
+        function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+        if function is None or function.decorator_list or not _straight_line(function):
+            return False
+        site = next(((path, node) for path, node in walk_paths(tree)
+                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name), None)
+        if site is None:
+            return False
+        call_path, call = site
+        statement_at = _enclosing_statement(tree, call_path)
+        binding = _bind_arguments(function.args, call)
+        if statement_at is None or binding is None or function in [resolve(tree, call_path[:i]) for i in range(len(call_path))]:
+            return False
+        block, index = statement_at
+        body = list(function.body)
+        value = body.pop().value if body and isinstance(body[-1], ast.Return) else None
+        prologue = [ast.Assign(targets=[ast.Name(id=param, ctx=ast.Store())], value=argument)
+                    for param, argument in binding.items()
+                    if not (isinstance(argument, ast.Name) and argument.id == param)]
+        statement = block[index]
+        if isinstance(statement, ast.Expr) and statement.value is call:
+            replacement = [ast.Expr(value=value)] if value is not None else []
+        else:
+            set_child(resolve(tree, call_path[:-1]), call_path[-1], value if value is not None else ast.Constant(None))
+            replacement = [statement]
+        block[index:index + 1] = prologue + body + replacement or [ast.Pass()]
+        tree.body.remove(function)
+        return True
+    return edit
+
+
+def _straight_line(function: ast.FunctionDef) -> bool:
+    args = function.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        return False
+    returns = [n for n in ast.walk(function) if isinstance(n, ast.Return)]
+    bad = (ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef,
+           ast.ClassDef, ast.Lambda)
+    nested = any(isinstance(n, bad) for statement in function.body for n in ast.walk(statement))
+    return not nested and all(r is function.body[-1] for r in returns)
+
+
+def _enclosing_statement(tree: ast.AST, path: NodePath) -> tuple[list, int] | None:
+    """The innermost statement around `path` that sits in a block, as (block, index); None when
+    the call is inside a lambda or comprehension (its own scope, evaluated later or repeatedly)."""
+    for depth in range(len(path), 0, -1):
+        node = resolve(tree, path[:depth])
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return None
+        field_name, index = path[depth - 1]
+        if isinstance(node, ast.stmt) and index is not None and field_name in ("body", "orelse", "finalbody"):
+            return getattr(resolve(tree, path[:depth - 1]), field_name), index
+    return None
+
+
+def _inline_variable(name: str) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        for owner_path, field_name in statement_lists(tree):
+            block = getattr(resolve(tree, owner_path), field_name)
+            for index, statement in enumerate(block):
+                if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                        and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == name):
+                    value = statement.value
+                    del block[index]
+                    if not block:
+                        block.append(ast.Pass())
+                    for path, node in walk_paths(tree):
+                        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+                            set_child(resolve(tree, path[:-1]), path[-1], value)
+                            return True
+                    return False
+        return False
+    return edit
+
+
+def _instantiation(name: str, cls: ast.ClassDef) -> ast.expr:
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    required = 0
+    if init is not None:
+        positional = init.args.posonlyargs + init.args.args
+        required = max(0, len(positional) - 1 - len(init.args.defaults))
+    return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[ast.Constant(1) for _ in range(required)], keywords=[])

@@ -1,0 +1,163 @@
+"""The passes that only know syntax: delete statements, unwrap blocks, drop arguments, replace an expression by a
+part of it, shrink numbers. Each yields (pass name, edit), coarse edits first."""
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Sequence
+
+from runners.reduce.base import Edit, NodePath
+from runners.reduce.paths import (
+    child_expressions, replace_with, replace_with_child, resolve, statement_lists, walk_paths)
+
+
+def statement_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Delete chunks of every block, halving the chunk size (ddmin's complement steps)."""
+    for owner_path, name in statement_lists(tree):
+        length = len(getattr(resolve(tree, owner_path), name))
+        chunk = length
+        while chunk >= 1:
+            for start in range(0, length, chunk):
+                yield "statements", _delete_slice(owner_path, name, start, start + chunk)
+            chunk //= 2
+
+
+def _delete_slice(owner_path: NodePath, name: str, start: int, stop: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        owner = resolve(tree, owner_path)
+        items = getattr(owner, name)
+        if start >= len(items):
+            return False
+        del items[start:stop]
+        if not items and name in ("body",) or (not items and name == "handlers"):
+            if name == "handlers":
+                return False  # a try needs a handler or a finally; unwrap handles try
+            items.append(ast.Pass())
+        return True
+    return edit
+
+
+UNWRAPPABLE = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith,
+               ast.FunctionDef, ast.ClassDef)  # a def's body hoisted in place: inlining a one-use layer
+
+
+def unwrap_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Replace a compound statement by one of its bodies."""
+    for owner_path, name in statement_lists(tree):
+        owner = resolve(tree, owner_path)
+        for index, statement in enumerate(getattr(owner, name)):
+            for body_name in ("body", "orelse", "finalbody"):
+                body = getattr(statement, body_name, None)
+                if isinstance(statement, UNWRAPPABLE) \
+                        and isinstance(body, list) and body:
+                    yield "unwrap", _splice(owner_path, name, index, body_name)
+            if isinstance(statement, ast.Try):
+                for handler_index in range(len(statement.handlers)):
+                    yield "unwrap", _splice(owner_path, name, index, "handlers", handler_index)
+
+
+def _splice(owner_path: NodePath, name: str, index: int, body_name: str, handler: int | None = None) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        items = getattr(resolve(tree, owner_path), name)
+        if index >= len(items):
+            return False
+        statement = items[index]
+        body = statement.handlers[handler].body if handler is not None else getattr(statement, body_name, None)
+        if not body:
+            return False
+        items[index:index + 1] = body
+        return True
+    return edit
+
+
+ARGUMENT_FIELDS = (("Call", "args"), ("Call", "keywords"), ("List", "elts"), ("Tuple", "elts"), ("Set", "elts"),
+                   ("Dict", "keys"), ("arguments", "args"), ("arguments", "kwonlyargs"), ("ClassDef", "bases"),
+                   ("FunctionDef", "decorator_list"), ("ClassDef", "decorator_list"), ("Import", "names"),
+                   ("ImportFrom", "names"))
+
+
+def argument_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Drop one element of argument-like lists (call args, kwargs, list items, params, imports)."""
+    for path, node in walk_paths(tree):
+        for type_name, name in ARGUMENT_FIELDS:
+            if type(node).__name__ == type_name:
+                for index in range(len(getattr(node, name))):
+                    yield "arguments", _drop_item(path, name, index)
+
+
+def _drop_item(path: NodePath, name: str, index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        node = resolve(tree, path)
+        items = getattr(node, name)
+        if index >= len(items) or (isinstance(node, (ast.Import, ast.ImportFrom)) and len(items) == 1):
+            return False
+        del items[index]
+        if isinstance(node, ast.Dict):
+            del node.values[index]
+        if isinstance(node, ast.arguments) and name == "args" and node.defaults:
+            excess = len(node.defaults) - len(node.args)
+            if excess > 0:
+                del node.defaults[:excess]
+        if isinstance(node, ast.arguments) and name == "kwonlyargs":
+            del node.kw_defaults[index]
+        return True
+    return edit
+
+
+def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> Iterator[tuple[str, Edit]]:
+    """Replace an expression by one of its direct subexpressions, or a call by a caller-given
+    simple expression (the caller knows its domain: e.g. a small tensor for any tensor-making call).
+    A bare imported module is never offered as the simpler value (`torch.randn(2)` -> `torch` may
+    still fail the same way, but nobody can read that repro), nor is a call's callee
+    (`f(torch.randn(2))` -> `f(torch.randn)` passes a function where a value was)."""
+    modules = imported_names(tree)
+    for path, node in walk_paths(tree):
+        if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
+            continue
+        if path[-1][0] in ("targets", "target", "ctx", "func") or isinstance(node, (ast.Starred, ast.Slice)):
+            continue
+        for child_name, child_index in child_expressions(node):
+            child = getattr(node, child_name) if child_index is None else getattr(node, child_name)[child_index]
+            if isinstance(node, ast.Call) and child_name == "func":
+                continue
+            if isinstance(child, ast.Name) and child.id in modules:
+                continue
+            yield "expressions", replace_with_child(path, child_name, child_index)
+        if isinstance(node, ast.Call):
+            for replacement in replacements:
+                yield "expressions", replace_with(path, replacement)
+
+
+def imported_names(tree: ast.AST) -> set[str]:
+    """Names a module binds with `import` (modules, mostly)."""
+    names = set()
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.Import):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
+
+
+def constant_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Shrink numbers: n -> 1, 2, n // 2 (and floats to 1.0 / 0.0); sizes and counts get small."""
+    for path, node in walk_paths(tree):
+        if path and isinstance(node, ast.Constant) and type(node.value) in (int, float) and not isinstance(node.value, bool):
+            for smaller in _smaller_numbers(node.value):
+                yield "constants", _replace_constant(path, smaller)
+
+
+def _smaller_numbers(value: int | float) -> list[int | float]:
+    if isinstance(value, float):
+        return [v for v in (0.0, 1.0, round(value / 2, 3)) if abs(v) < abs(value)]
+    options = [1, 2, value // 2] if value > 2 else ([1] if value == 2 else [])
+    if value < 0:
+        options = [-1, value // 2]
+    return list(dict.fromkeys(v for v in options if abs(v) < abs(value)))
+
+
+def _replace_constant(path: NodePath, value: int | float) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        node = resolve(tree, path)
+        if not isinstance(node, ast.Constant) or abs(node.value) <= abs(value):
+            return False
+        node.value = value
+        return True
+    return edit
