@@ -183,9 +183,9 @@ def test_result_round_trips_through_json():
 
 # --- bubblewrap, and without it ------------------------------------------------------------------------
 def test_without_bubblewrap_runs_are_refused_with_the_fix(monkeypatch, tmp_path):
-    from runners import sandbox
+    from runners import bwrap, sandbox
     missing = sandbox.Bubblewrap(None, None, False, f"bubblewrap (bwrap) is not installed; {sandbox.BWRAP_FIX}")
-    monkeypatch.setattr(sandbox, "bubblewrap", lambda: missing)
+    monkeypatch.setattr(bwrap, "bubblewrap", lambda: missing)  # where every caller looks it up
     workdir = tmp_path / "run"
     with pytest.raises(sandbox.SandboxUnavailable, match=r"apt-get install bubblewrap\) or pass --unsafe-no-sandbox"):
         run(RunSpec(script="open('ran', 'w')", workdir=str(workdir)))
@@ -193,8 +193,8 @@ def test_without_bubblewrap_runs_are_refused_with_the_fix(monkeypatch, tmp_path)
 
 
 def test_unsafe_mode_runs_without_bubblewrap_and_says_so(monkeypatch):
-    from runners import sandbox
-    monkeypatch.setattr(sandbox, "bubblewrap", lambda: sandbox.Bubblewrap(None, None, False, "not installed"))
+    from runners import bwrap
+    monkeypatch.setattr(bwrap, "bubblewrap", lambda: bwrap.Bubblewrap(None, None, False, "not installed"))
     result = run(RunSpec(script="import os\nprint(os.getcwd() != '/sandbox')\nraise KeyError('x')",
                          unsafe_no_sandbox=True))
     assert result.sandbox.startswith("none (unsafe)") and result.stdout == "True\n"
@@ -215,8 +215,8 @@ def test_the_run_starts_in_cwd_and_files_replace_planted_symlinks(tmp_path):
 
 
 def test_gpu_runs_bind_the_nvidia_devices_and_cpu_runs_do_not(monkeypatch):
-    from runners import sandbox
-    monkeypatch.setattr(sandbox.glob, "glob", lambda pattern: ["/dev/nvidia0", "/dev/nvidiactl"] if pattern == sandbox.GPU_DEVICES else [])
+    from runners import bwrap, sandbox
+    monkeypatch.setattr(bwrap.glob, "glob", lambda pattern: ["/dev/nvidia0", "/dev/nvidiactl"] if pattern == sandbox.GPU_DEVICES else [])
     spec = RunSpec(script="pass", gpu=True)
     prepared = sandbox.prepare(spec)
     try:

@@ -1,0 +1,150 @@
+"""Reading what a run writes while it runs, without trusting it: stdout and stderr capped as they
+are read (so a flood costs us at most ~2x the cap and can get the run killed), and the bootstrap's
+evidence pipe, parsed into the documented shapes only (an uncaught exception, the torch probe).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Callable
+
+from .run_records import MiB
+
+OUTPUT_KILL_FACTOR = 64  # a stream past max(cap * this, OUTPUT_KILL_MIN_BYTES) gets the run killed
+OUTPUT_KILL_MIN_BYTES = 64 * MiB
+MAX_EVIDENCE_READ = 256 << 10
+
+
+class CappedReader(threading.Thread):
+    """Drains one pipe, keeping the first quarter of `cap` bytes and a ring of the last three quarters.
+
+    Memory stays under ~2x the cap however much the child writes; past the flood mark
+    (64x the cap, at least 64 MiB) `on_flood` is called once so the caller can kill the run.
+    """
+
+    def __init__(self, fd: int, cap: int, on_flood: Callable[[], None]):
+        super().__init__(daemon=True)
+        self.fd, self.head_cap, self.tail_cap = fd, cap // 4, cap - cap // 4
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.on_flood, self.flood_at, self.flooded = on_flood, max(cap * OUTPUT_KILL_FACTOR, OUTPUT_KILL_MIN_BYTES), False
+
+    def run(self) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                self._keep(chunk)
+        finally:
+            os.close(self.fd)
+
+    def _keep(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > 2 * self.tail_cap:
+                del self.tail[:len(self.tail) - self.tail_cap]
+        if self.total > self.flood_at and not self.flooded:
+            self.flooded = True
+            self.on_flood()
+
+    def text(self) -> tuple[str, int]:
+        """The kept output (with a marker line where bytes were dropped) and how many were dropped."""
+        tail = self.tail[-self.tail_cap:] if len(self.tail) > self.tail_cap else self.tail
+        dropped = self.total - len(self.head) - len(tail)
+        marker = f"\n[... {dropped} bytes dropped ...]\n".encode() if dropped else b""
+        return (bytes(self.head) + marker + bytes(tail)).decode("utf-8", errors="replace"), dropped
+
+
+def start_readers(fds: tuple[int, int], cap: int, on_flood: Callable[[], None]) -> tuple[CappedReader, CappedReader]:
+    readers = (CappedReader(fds[0], cap, on_flood), CappedReader(fds[1], cap, on_flood))
+    for reader in readers:
+        reader.start()
+    return readers
+
+
+class EvidenceReader(threading.Thread):
+    """Drains the bootstrap's evidence pipe, keeping at most MAX_EVIDENCE_READ bytes."""
+
+    def __init__(self, fd: int):
+        super().__init__(daemon=True)
+        self.fd = fd
+        self.data = bytearray()
+
+    def run(self) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                room = MAX_EVIDENCE_READ - len(self.data)
+                if room > 0:
+                    self.data += chunk[:room]
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+
+
+def start_evidence_reader(fd: int | None) -> EvidenceReader | None:
+    if fd is None:
+        return None
+    reader = EvidenceReader(fd)
+    reader.start()
+    return reader
+
+
+def _clean_exception(value, depth: int = 0) -> dict | None:
+    """A claimed exception, reduced to the documented shape and sizes (anything else: None)."""
+    if not isinstance(value, dict) or depth > 5:
+        return None
+    kind, message = value.get("type"), value.get("message")
+    if not isinstance(kind, str) or not isinstance(message, str) or not kind:
+        return None
+    frames = []
+    for frame in value.get("frames") or []:
+        if (isinstance(frame, list) and len(frame) == 3 and isinstance(frame[0], str) and type(frame[1]) is int
+                and isinstance(frame[2], str)):
+            frames.append([frame[0][:500], frame[1], frame[2][:200]])
+        if len(frames) >= 64:
+            break
+    return {"type": kind[:200], "message": message[:2000], "frames": frames,
+            "cause": _clean_exception(value.get("cause"), depth + 1),
+            "context": _clean_exception(value.get("context"), depth + 1),
+            "suppress_context": value.get("suppress_context") is True}
+
+
+MAX_PROBE_CALLS = 64
+
+
+def parse_probe(data: bytes) -> dict | None:
+    """The torch probe's report (a `{"probe": ...}` line), reduced to known keys and plain values.
+    Kept whatever the exit status: a silent failure is a run that exited 0."""
+    for line in reversed(bytes(data or b"").splitlines()):
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("probe"), dict):
+            probe = value["probe"]
+            calls = [c for c in probe.get("calls") or [] if isinstance(c, dict)][:MAX_PROBE_CALLS]
+            return {"calls": [{k: v for k, v in c.items() if isinstance(v, (int, float, bool, str)) and len(k) < 40}
+                              for c in calls],
+                    "counters": probe.get("counters") if isinstance(probe.get("counters"), dict) else None,
+                    "errors": [str(e)[:300] for e in (probe.get("errors") or [])][:10]}
+    return None
+
+
+def parse_evidence(data: bytes, exit_code: int | None) -> dict | None:
+    """The last well-formed exception report in `data`, or None; always None for a run that exited 0."""
+    if exit_code == 0 or not data:
+        return None
+    for line in reversed(bytes(data).splitlines()):
+        try:
+            cleaned = _clean_exception(json.loads(line))
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            continue
+        if cleaned is not None:
+            return cleaned
+    return None
