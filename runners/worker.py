@@ -64,6 +64,9 @@ from .sandbox import Prepared, RunResult, RunSpec
 log = logging.getLogger(__name__)
 
 SERVER = Path(__file__).with_name("_worker_server.py")
+# Everything the server imports of ours, shown read-only beside it (its imports are plain `import _x`).
+SERVER_FILES = ("_worker_server.py", "_worker_preload.py", "_worker_isolation.py", "_worker_target.py",
+                "_worker_reaper.py", "_bootstrap.py", "_torch_probe.py")
 # TRIAGE_TORCH_PROBE is read by the bootstrap in the forked run, after the preload, like a cold run does.
 WARM_SAFE_ENV = frozenset({"PYTHONFAULTHANDLER", "OMP_NUM_THREADS", "TRIAGE_TORCH_PROBE"})
 # values every run gets from sandbox.build_env; setting them again changes nothing
@@ -203,7 +206,7 @@ class WarmWorker:
         argv, kwargs = sandbox.bwrap_command(
             inner, python=self.python, writable=[(str(runs), INSIDE_RUNS), (str(self.caches_dir), INSIDE_CACHES)],
             chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
-            share_net=not self.isolate_network, runner_files=("_worker_server.py", "_bootstrap.py", "_torch_probe.py"),
+            share_net=not self.isolate_network, runner_files=SERVER_FILES,
             scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env)
         self.network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
             if self.isolate_network else (False, "the host's network (isolate_network=False)")
