@@ -60,13 +60,10 @@ from pathlib import Path
 
 from . import safefs, sandbox, seccomp
 from .sandbox import Prepared, RunResult, RunSpec
+from .worker_launch import server_launch
 
 log = logging.getLogger(__name__)
 
-SERVER = Path(__file__).with_name("_worker_server.py")
-# Everything the server imports of ours, shown read-only beside it (its imports are plain `import _x`).
-SERVER_FILES = ("_worker_server.py", "_worker_preload.py", "_worker_isolation.py", "_worker_target.py",
-                "_worker_reaper.py", "_bootstrap.py", "_torch_probe.py")
 # TRIAGE_TORCH_PROBE is read by the bootstrap in the forked run, after the preload, like a cold run does.
 WARM_SAFE_ENV = frozenset({"PYTHONFAULTHANDLER", "OMP_NUM_THREADS", "TRIAGE_TORCH_PROBE"})
 # values every run gets from sandbox.build_env; setting them again changes nothing
@@ -75,9 +72,6 @@ START_TIMEOUT_S = 180
 KILL_BACKSTOP_S = 10  # after a kill, how long the server gets to report before we kill it too
 MAX_RESTARTS = 1
 MAX_MESSAGE = 1 << 20
-INSIDE_RUNS = "/pt2w/runs"
-INSIDE_CACHES = "/pt2w/caches"
-SERVER_TMP_BYTES = 64 << 20
 
 
 class WorkerUnavailable(RuntimeError):
@@ -180,38 +174,15 @@ class WarmWorker:
         log.info("warm worker ready (preloaded %s)", ", ".join(self.preload) or "nothing")
 
     def _server_command(self, ctrl_fd: int):
-        """(argv, Popen kwargs, env, fds to pass, cwd) of the server, in its sandbox."""
-        runs = self.runs_dir
-        runs.mkdir()
+        """(argv, Popen kwargs, env, fds to pass, cwd) of the server, in its sandbox (worker_launch.py);
+        records the isolation its runs will report."""
+        self.runs_dir.mkdir()
         self.caches_dir.mkdir(parents=True, exist_ok=True)
-        if self.unsafe_no_sandbox:
-            self.network = sandbox.isolation_for(self.isolate_network)
-            self.sandbox = sandbox.sandbox_description(False)
-            config = {"mode": "unsafe"}
-            argv = sandbox.unshare_prefix(self.network[0]) + [self.python, str(SERVER), str(ctrl_fd), json.dumps(config),
-                                                              *self.preload]
-            return argv, {}, sandbox.build_env({}, self._home), [ctrl_fd], str(self._home)
-        sandbox.require_bubblewrap()
-        uid, gid, drop = sandbox.sandbox_owner()
-        if drop:
-            for path in (runs, self.caches_dir):
-                os.chown(path, uid, gid)
-        config = {"mode": "bwrap", "seccomp": seccomp.build_filter("strict").hex(), "runs": INSIDE_RUNS,
-                  "caches": INSIDE_CACHES, "workdir": sandbox.INSIDE_WORKDIR, "cache": sandbox.INSIDE_CACHE,
-                  "home": sandbox.INSIDE_HOME, "inductor_tmp": sandbox.inside_inductor_tmp(),
-                  "tmp_keep": [d for d in sandbox.interpreter_dirs(self.python) if d.startswith("/tmp/")]}
-        seccomp_fd = sandbox._pipe_with(seccomp.build_filter("server"))
-        inner = [self.python, f"{sandbox.INSIDE_RUNNER}/_worker_server.py", str(ctrl_fd), json.dumps(config), *self.preload]
-        env = sandbox.build_env({}, sandbox.INSIDE_WORKDIR, home=sandbox.INSIDE_HOME, tmpdir="/tmp")
-        argv, kwargs = sandbox.bwrap_command(
-            inner, python=self.python, writable=[(str(runs), INSIDE_RUNS), (str(self.caches_dir), INSIDE_CACHES)],
-            chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
-            share_net=not self.isolate_network, runner_files=SERVER_FILES,
-            scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env)
-        self.network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
-            if self.isolate_network else (False, "the host's network (isolate_network=False)")
-        self.sandbox = sandbox.sandbox_description(True) + ", namespaces of its own per run"
-        return argv, kwargs, env, [ctrl_fd, seccomp_fd], "/"
+        launch = server_launch(python=self.python, preload=self.preload, ctrl_fd=ctrl_fd, home=self._home,
+                               runs=self.runs_dir, caches=self.caches_dir, isolate_network=self.isolate_network,
+                               unsafe_no_sandbox=self.unsafe_no_sandbox)
+        self.network, self.sandbox = launch.network, launch.sandbox
+        return launch.argv, launch.popen_kwargs, launch.env, launch.passed_fds, launch.cwd
 
     def close(self) -> None:
         """Stop the server: closing its socket makes it kill any run and exit; SIGKILL after 2 s."""

@@ -1,0 +1,70 @@
+"""How a warm worker's fork-server is started: its argv, environment and sandbox, and the isolation
+its runs will get.
+
+Kept apart from `worker.py` (which owns the server's life and the runs it serves) because this is
+the part that must match a cold run's sandbox: it builds on the same `bwrap_command`, and it binds
+every file the server imports under /.pt2, beside `_worker_server.py` (whose directory is on the
+server's sys.path), or the server could not start inside the sandbox.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import sandbox, seccomp
+
+SERVER = Path(__file__).with_name("_worker_server.py")
+# Everything the server imports of ours, shown read-only beside it (its imports are plain `import _x`).
+SERVER_FILES = ("_worker_server.py", "_worker_preload.py", "_worker_isolation.py", "_worker_target.py",
+                "_worker_reaper.py", "_bootstrap.py", "_torch_probe.py")
+INSIDE_RUNS = "/pt2w/runs"
+INSIDE_CACHES = "/pt2w/caches"
+SERVER_TMP_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class ServerLaunch:
+    """What `subprocess.Popen` needs to start the server, and what every run of it will report as
+    its network isolation and sandbox."""
+    argv: list[str]
+    popen_kwargs: dict
+    env: dict
+    passed_fds: list[int]  # the control socket, and in bwrap mode the seccomp program's pipe
+    cwd: str
+    network: tuple[bool, str]
+    sandbox: str
+
+
+def server_launch(*, python: str, preload: tuple[str, ...], ctrl_fd: int, home: Path, runs: Path, caches: Path,
+                  isolate_network: bool, unsafe_no_sandbox: bool) -> ServerLaunch:
+    """The server's launch, in bubblewrap (or, in unsafe mode, under unshare(1)), seeing only `runs`
+    and `caches` of ours. Raises SandboxUnavailable (or OSError, UnsupportedArchitecture)."""
+    if unsafe_no_sandbox:
+        network = sandbox.isolation_for(isolate_network)
+        config = {"mode": "unsafe"}
+        argv = sandbox.unshare_prefix(network[0]) + [python, str(SERVER), str(ctrl_fd), json.dumps(config), *preload]
+        return ServerLaunch(argv, {}, sandbox.build_env({}, home), [ctrl_fd], str(home), network,
+                            sandbox.sandbox_description(False))
+    sandbox.require_bubblewrap()
+    uid, gid, drop = sandbox.sandbox_owner()
+    if drop:
+        for path in (runs, caches):
+            os.chown(path, uid, gid)
+    config = {"mode": "bwrap", "seccomp": seccomp.build_filter("strict").hex(), "runs": INSIDE_RUNS,
+              "caches": INSIDE_CACHES, "workdir": sandbox.INSIDE_WORKDIR, "cache": sandbox.INSIDE_CACHE,
+              "home": sandbox.INSIDE_HOME, "inductor_tmp": sandbox.inside_inductor_tmp(),
+              "tmp_keep": [d for d in sandbox.interpreter_dirs(python) if d.startswith("/tmp/")]}
+    seccomp_fd = sandbox._pipe_with(seccomp.build_filter("server"))
+    inner = [python, f"{sandbox.INSIDE_RUNNER}/_worker_server.py", str(ctrl_fd), json.dumps(config), *preload]
+    env = sandbox.build_env({}, sandbox.INSIDE_WORKDIR, home=sandbox.INSIDE_HOME, tmpdir="/tmp")
+    argv, kwargs = sandbox.bwrap_command(
+        inner, python=python, writable=[(str(runs), INSIDE_RUNS), (str(caches), INSIDE_CACHES)],
+        chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
+        share_net=not isolate_network, runner_files=SERVER_FILES,
+        scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env)
+    network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
+        if isolate_network else (False, "the host's network (isolate_network=False)")
+    return ServerLaunch(argv, kwargs, env, [ctrl_fd, seccomp_fd], "/", network,
+                        sandbox.sandbox_description(True) + ", namespaces of its own per run")
