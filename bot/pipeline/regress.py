@@ -10,14 +10,12 @@ break under fullgraph=True, export succeeds, ...) or that compiled results equal
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from dataclasses import dataclass
 
 
 from bot.core.source import unparse
 from bot.core.records import Classification
-from bot.core.report import RegressionTest
 from bot.core.render import render
 from bot.core.tables import TestPlan
 from bot.core.signature import short_type
