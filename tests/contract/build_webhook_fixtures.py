@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 from .openapi import ROOT, webhook_example, webhook_problems, webhooks_description
 
