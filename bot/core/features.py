@@ -40,6 +40,10 @@ class Features:
     def says_eager_fails_too(self) -> bool:
         return "prose:eager_fails_too" in self.names
 
+    @property
+    def says_compiler_not_used(self) -> bool:
+        return "prose:compiler_not_used" in self.names
+
     def tokens(self) -> list[str]:
         """The features as words for the text model (`__f_entry_compile__`)."""
         return ["__f_" + re.sub(r"\W", "_", name) + "__" for name in sorted(self.names)]

@@ -145,6 +145,29 @@ def test_eager_oom_in_an_issue_that_mentions_compile_in_passing_is_not_pt2(class
     assert classifier.classify_text(text, report=False).category == "not_pt2"
 
 
+OOM_IN_BACKWARD = _traceback(USER, SITE + "torch/_tensor.py", SITE + "torch/autograd/__init__.py",
+                             error="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.53 GiB")
+
+
+def test_a_reporter_who_says_the_compiler_is_not_in_use_is_believed_when_nothing_contradicts_it(classifier):
+    text = ("# OOM in backward while fine-tuning\n\nI read that torch.compile can save memory and plan to try it, "
+            "but right now I'm not using it at all: this is plain eager.\n" + OOM_IN_BACKWARD)
+    assert classifier.classify_text(text).category == "not_pt2"
+    unstated = text.replace("but right now I'm not using it at all: this is plain eager", "and did")
+    assert classifier.classify_text(unstated).category != "not_pt2"  # the model alone reads "backward" as AOTAutograd
+
+
+def test_the_same_words_do_not_outweigh_code_that_calls_the_compiler(classifier):
+    text = ("# OOM in backward\n\nI'm not using it at all in training, only here:\n"
+            "```python\nmodel = torch.compile(model)\nloss = model(x).sum()\nloss.backward()\n```\n" + OOM_IN_BACKWARD)
+    assert classifier.classify_text(text).category != "not_pt2"
+
+
+def test_a_comparison_with_eager_is_not_a_statement_that_the_compiler_is_unused(classifier):
+    features = classifier.report_evidence(b"# Wrong output\n\nIt works fine when I did not use torch.compile.\n").features
+    assert not features.says_compiler_not_used
+
+
 # --- noise ---------------------------------------------------------------------------------------
 
 WARNINGS = (
