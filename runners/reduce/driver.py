@@ -11,6 +11,7 @@ from typing import Callable, Iterator, Sequence
 
 from runners.reduce.base import Edit, Predicate, ReduceResult, ReduceStats, count_tokens, format_source, size_key
 from runners.reduce.checks import sure_errors
+from runners.reduce.shape import Shape, shape_of
 from runners.reduce.structural import argument_edits, constant_edits, expression_edits, statement_edits, unwrap_edits
 from runners.reduce.rewrites import inline_edits, instance_edits, parameter_edits
 
@@ -22,7 +23,8 @@ PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
 
 class Reducer:
     def __init__(self, is_interesting: Predicate, *, budget_s: float = 300, max_runs: int = 10_000,
-                 parallelism: int = 1, batch: int | None = None, replacements: Sequence[str] = ()):
+                 parallelism: int = 1, batch: int | None = None, replacements: Sequence[str] = (),
+                 keep_shape: bool = True):
         self.is_interesting = is_interesting
         self.replacements = [ast.parse(text, mode="eval").body for text in replacements]
         self.budget_s = budget_s
@@ -31,6 +33,8 @@ class Reducer:
         self.batch = batch or self.parallelism
         self.cache: dict[str, bool] = {}
         self.allowed_errors: frozenset[str] | None = None  # the original's own sure errors (see sure_errors)
+        self.keep_shape = keep_shape
+        self.shape: Shape | None = None  # what the original is about (see shape.py), kept by every candidate
         self.stats = ReduceStats()
         self.deadline = 0.0
         self.history: list[str] = []  # accepted candidates, oldest first
@@ -47,6 +51,7 @@ class Reducer:
         if not self._test(source):
             return self._finish(source, started, "the original is not interesting: nothing to preserve")
         self.allowed_errors = sure_errors(tree)
+        self.shape = shape_of(tree) if self.keep_shape else None
         best = source
         with ThreadPoolExecutor(self.parallelism) if self.parallelism > 1 else _Inline() as pool:
             self.pool = pool
@@ -90,6 +95,9 @@ class Reducer:
                     continue
                 if self._sure_to_fail(candidate_tree):
                     self.stats.sure_failures_skipped += 1
+                    continue
+                if self.shape is not None and not self.shape.kept_by(shape_of(candidate_tree)):
+                    self.stats.shape_changes_skipped += 1
                     continue
                 self.stats.candidates += 1
                 pending.append((pass_name, candidate, candidate_tree, position))

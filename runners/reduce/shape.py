@@ -1,0 +1,197 @@
+"""What a PT2 repro must keep to stay the same kind of repro, whatever the predicate says.
+
+A predicate only checks that a candidate still fails the same way. Some failures survive edits
+that change what the repro is about: `if y.sum() > 0` under `fullgraph=True` still breaks the
+graph as `if torch.ones(1):` called with an int, but that repro no longer shows a branch on the
+input. A maintainer keeps three things, so the reducer never runs a candidate that drops them:
+
+- **tensor inputs stay tensors**: when the original passes a tensor to a compiled callable (a
+  `torch.compile(...)` result, a function decorated with it, or `torch.export.export`'s example
+  inputs), some compiled call still receives one, and no compiled call receives a bare number the
+  original never passed;
+- **the entry point stays**: a repro that calls `torch.compile` or `torch.export` keeps calling it;
+- **a branch on the input stays one**: when code the compiler traces has an `if`/`while` whose
+  test reads that code's parameters (directly or through names computed from them), the
+  candidate's traced code has one too.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+ENTRY_POINTS = ("compile", "export")
+# Calls that make tensors (torch.<name>(...)); methods on a tensor (`.to`, `.cuda`, ...) keep one.
+TENSOR_FACTORIES = frozenset({
+    "randn", "rand", "randint", "randn_like", "rand_like", "ones", "zeros", "ones_like", "zeros_like", "empty",
+    "empty_like", "full", "full_like", "tensor", "as_tensor", "from_numpy", "arange", "linspace", "eye", "randperm",
+    "stack", "cat", "normal", "bernoulli", "empty_strided",
+})
+TENSOR_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "bfloat16", "double", "long", "int", "bool",
+                            "contiguous", "requires_grad_", "clone", "detach", "view", "reshape", "t", "T"})
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The facts of a repro the reducer keeps (see the module docstring)."""
+
+    entry_points: frozenset[str]  # "compile" and/or "export"
+    tensor_input: bool  # some compiled call receives a tensor
+    number_input: bool  # some compiled call receives a bare number
+    input_branch: bool  # some branch tests a function's input
+
+    def kept_by(self, other: "Shape") -> bool:
+        """Whether a candidate of this shape keeps what the original (`self`) had. Code that never
+        calls a PT2 entry point is not a PT2 repro, and keeps nothing in particular."""
+        if not self.entry_points:
+            return True
+        return (self.entry_points <= other.entry_points
+                and (not self.tensor_input or other.tensor_input)
+                and (self.number_input or not other.number_input or not self.tensor_input)
+                and (not self.input_branch or other.input_branch))
+
+
+def shape_of(tree: ast.AST) -> Shape:
+    bindings = _bindings(tree)
+    compiled = _compiled_names(tree)
+    inputs = [arg for call in ast.walk(tree) if isinstance(call, ast.Call) for arg in _compiled_inputs(call, compiled)]
+    return Shape(entry_points=frozenset(_entry_points(tree)),
+                 tensor_input=any(_is_tensor(arg, bindings) for arg in inputs),
+                 number_input=any(_is_number(arg, bindings) for arg in inputs),
+                 input_branch=any(map(_branches_on_input, _compiled_functions(tree, bindings))))
+
+
+def _torch_attribute(node: ast.AST) -> str | None:
+    """`torch.compile` -> "compile", `torch.export.export` -> "export", else None."""
+    if isinstance(node, ast.Attribute):
+        base = node.value
+        if isinstance(base, ast.Name) and base.id == "torch":
+            return node.attr
+        if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == "torch":
+            return node.attr
+    return None
+
+
+def _entry_points(tree: ast.AST) -> set[str]:
+    return {name for node in ast.walk(tree) if (name := _torch_attribute(node)) in ENTRY_POINTS}
+
+
+def _is_compile(node: ast.AST) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return _torch_attribute(target) == "compile"
+
+
+def _compiled_names(tree: ast.AST) -> set[str]:
+    """Names bound to a compiled callable: `f = torch.compile(...)`, `@torch.compile def f`."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_compile(node.value):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(_is_compile, node.decorator_list)):
+            names.add(node.name)
+    return names
+
+
+def _compiled_inputs(call: ast.Call, compiled: set[str]) -> list[ast.expr]:
+    """The inputs a call hands to compiled code: a compiled callable's arguments, or
+    `torch.export.export(module, (inputs...))`'s example inputs."""
+    func = call.func
+    if (isinstance(func, ast.Call) and _is_compile(func)) or (isinstance(func, ast.Name) and func.id in compiled):
+        return list(call.args)
+    if _torch_attribute(func) == "export" and len(call.args) >= 2 and isinstance(call.args[1], (ast.Tuple, ast.List)):
+        return list(call.args[1].elts)
+    return []
+
+
+def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.FunctionDef]:
+    """The code PT2 traces: functions decorated with `torch.compile`, the function or module (its
+    `forward`) handed to `torch.compile` / `torch.export.export`, and the file's functions and
+    methods those call by name, transitively."""
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    roots = [n for n in functions.values() if any(map(_is_compile, n.decorator_list))]
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args:
+            roots.extend(_traced_by(_resolved(call.args[0], bindings), functions, classes))
+    seen: dict[int, ast.FunctionDef] = {}
+    while roots:
+        function = roots.pop()
+        if id(function) in seen:
+            continue
+        seen[id(function)] = function
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call):
+                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+                roots.extend(_traced_by(_resolved(node.func, bindings), functions, classes) if name in classes
+                             else [functions[name]] if name in functions else [])
+    return list(seen.values())
+
+
+def _traced_by(target: ast.expr, functions: dict, classes: dict) -> list[ast.FunctionDef]:
+    """What calling `target` runs: a function of the file, or an instance's `forward`."""
+    if isinstance(target, ast.Name) and target.id in functions:
+        return [functions[target.id]]
+    if isinstance(target, ast.Name) and target.id in classes:
+        cls = classes[target.id]
+    elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id in classes:
+        cls = classes[target.func.id]
+    else:
+        return []
+    return [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in ("forward", "__call__")]
+
+
+def _bindings(tree: ast.AST) -> dict[str, ast.expr]:
+    """Each simple name's last assigned value anywhere in the file (good enough for repro scripts)."""
+    values = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = node.value
+    return values
+
+
+def _resolved(node: ast.expr, bindings: dict[str, ast.expr], depth: int = 0) -> ast.expr:
+    while isinstance(node, ast.Name) and node.id in bindings and depth < 8:
+        node, depth = bindings[node.id], depth + 1
+    return node
+
+
+def _is_tensor(node: ast.expr, bindings: dict[str, ast.expr]) -> bool:
+    node = _resolved(node, bindings)
+    if isinstance(node, ast.Call):
+        name = _torch_attribute(node.func)
+        if name is not None:
+            return name in TENSOR_FACTORIES
+        if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
+            return _is_tensor(node.func.value, bindings)
+    if isinstance(node, ast.Attribute) and node.attr == "T":
+        return _is_tensor(node.value, bindings)
+    return False
+
+
+def _is_number(node: ast.expr, bindings: dict[str, ast.expr]) -> bool:
+    node = _resolved(node, bindings)
+    if isinstance(node, ast.UnaryOp):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex)) and not isinstance(node.value, bool)
+
+
+def _branches_on_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether an `if`/`while`/conditional expression in the function tests its inputs: a parameter
+    other than `self`, or a name assigned from one (followed through the function's assignments)."""
+    derived = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs} - {"self", "cls"}
+    if function.args.vararg:
+        derived.add(function.args.vararg.arg)
+    assigns = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value]
+    grew = True
+    while grew:
+        grew = False
+        for node in assigns:
+            if _reads(node.value, derived):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                new = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} - derived
+                derived |= new
+                grew |= bool(new)
+    return any(_reads(n.test, derived) for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp)))
+
+
+def _reads(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))

@@ -1,0 +1,116 @@
+"""What a PT2 repro keeps while it is reduced: tensor inputs, its entry point, a branch on the input."""
+from __future__ import annotations
+
+import ast
+
+from runners.reduce import reduce_source
+from runners.reduce.shape import shape_of
+
+README_EXAMPLE = '''
+import torch
+
+
+class Gate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = self.proj(x)
+        if y.sum() > 0:
+            return torch.relu(y)
+        return y * 0.5
+
+
+model = Gate()
+compiled = torch.compile(model, fullgraph=True)
+print(compiled(torch.randn(4, 16)))
+'''
+
+# What the reducer once made of it: the branch tests a constant and the input became an int.
+DEGENERATE = '''
+import torch
+
+
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        if torch.ones(1):
+            pass
+
+
+torch.compile(Gate(), fullgraph=True)(1)
+'''
+
+WHAT_A_MAINTAINER_WRITES = '''
+import torch
+
+
+@torch.compile(fullgraph=True)
+def f(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+f(torch.randn(4))
+'''
+
+
+def shape(source: str):
+    return shape_of(ast.parse(source))
+
+
+def test_the_readme_example_passes_a_tensor_and_branches_on_it():
+    facts = shape(README_EXAMPLE)
+    assert facts.entry_points == {"compile"} and facts.tensor_input and facts.input_branch and not facts.number_input
+
+
+def test_an_int_for_the_tensor_and_a_branch_on_a_constant_lose_the_repro():
+    facts = shape(DEGENERATE)
+    assert facts.number_input and not facts.tensor_input and not facts.input_branch
+    assert not shape(README_EXAMPLE).kept_by(facts)
+
+
+def test_a_plain_function_with_the_same_branch_keeps_it():
+    assert shape(README_EXAMPLE).kept_by(shape(WHAT_A_MAINTAINER_WRITES))
+
+
+def test_a_branch_on_a_name_computed_from_the_input_counts():
+    source = WHAT_A_MAINTAINER_WRITES.replace("if x.sum() > 0:", "s = x.sum()\n    t = s * 2\n    if t > 0:")
+    assert shape(source).input_branch
+
+
+def test_export_example_inputs_are_inputs():
+    facts = shape("import torch\nep = torch.export.export(M(), (torch.randn(2, 3), 4))\n")
+    assert facts.entry_points == {"export"} and facts.tensor_input and facts.number_input
+
+
+def test_dropping_the_entry_point_loses_the_repro():
+    assert not shape(WHAT_A_MAINTAINER_WRITES).kept_by(shape("import torch\ndef f(x):\n    if x.sum() > 0:\n        return x\nf(torch.randn(4))\n"))
+
+
+def test_code_without_an_entry_point_keeps_nothing_in_particular():
+    assert shape("def f(x):\n    if x:\n        return 1\n").kept_by(shape("pass\n"))
+
+
+def test_the_reducer_never_trades_the_input_or_the_branch_for_a_smaller_failure():
+    """A predicate that only needs `fullgraph=True` and a compiled call would accept DEGENERATE (and
+    less); the reducer still keeps a tensor going into compiled code that branches on it."""
+    result = reduce_source(README_EXAMPLE, lambda source: "fullgraph=True" in source and "torch.compile" in source)
+    facts = shape(result.source)
+    assert facts.tensor_input and facts.input_branch and not facts.number_input, result.source
+    assert result.stats.shape_changes_skipped > 0
+    assert len(result.source.splitlines()) < len(README_EXAMPLE.strip().splitlines())
+
+
+def test_a_branch_in_code_the_compiler_no_longer_traces_does_not_count():
+    uncompiled = "import torch\ndef forward(x):\n    if x.sum():\n        pass\ntorch.compile(fullgraph=True)(torch.randn(2))\n"
+    facts = shape(uncompiled)
+    assert facts.tensor_input and not facts.input_branch
+    assert not shape(README_EXAMPLE).kept_by(facts)
+
+
+def test_helpers_the_compiled_code_calls_are_traced_too():
+    source = ("import torch\ndef gate(y):\n    if y.sum() > 0:\n        return y\n    return -y\n"
+              "def f(x):\n    return gate(x * 2)\ntorch.compile(f)(torch.randn(3))\n")
+    assert shape(source).input_branch
