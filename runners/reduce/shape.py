@@ -126,17 +126,21 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[as
     return list(seen.values())
 
 
-def _traced_by(target: ast.expr, functions: dict, classes: dict) -> list[ast.FunctionDef]:
-    """What calling `target` runs: a function of the file, or an instance's `forward`."""
+def _traced_by(target: ast.expr, functions: dict, classes: dict, seen: frozenset[str] = frozenset()) -> list[ast.FunctionDef]:
+    """What calling `target` runs: a function of the file, or a module's `forward` together with the
+    `forward`s of the submodules its class builds (`self.blocks = ModuleList([Block() ...])`)."""
     if isinstance(target, ast.Name) and target.id in functions:
         return [functions[target.id]]
-    if isinstance(target, ast.Name) and target.id in classes:
-        cls = classes[target.id]
-    elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id in classes:
-        cls = classes[target.func.id]
-    else:
+    name = target.id if isinstance(target, ast.Name) else (
+        target.func.id if isinstance(target, ast.Call) and isinstance(target.func, ast.Name) else None)
+    if name not in classes or name in seen:
         return []
-    return [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in ("forward", "__call__")]
+    cls = classes[name]
+    traced = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name in ("forward", "__call__")]
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
+            traced += _traced_by(node.func, functions, classes, seen | {name})
+    return traced
 
 
 def _bindings(tree: ast.AST) -> dict[str, ast.expr]:

@@ -5,6 +5,9 @@ import ast
 
 from runners.reduce import reduce_source
 from runners.reduce.shape import shape_of
+from tests.paths import REPROS
+
+LARGE = REPROS / "large"
 
 README_EXAMPLE = '''
 import torch
@@ -114,3 +117,9 @@ def test_helpers_the_compiled_code_calls_are_traced_too():
     source = ("import torch\ndef gate(y):\n    if y.sum() > 0:\n        return y\n    return -y\n"
               "def f(x):\n    return gate(x * 2)\ntorch.compile(f)(torch.randn(3))\n")
     assert shape(source).input_branch
+
+
+def test_a_branch_in_a_submodule_the_compiled_module_builds_counts():
+    source = (LARGE / "transformer_item_branch.py").read_text()
+    facts = shape(source)
+    assert facts.tensor_input and facts.input_branch  # Block.forward's `if score.item() > 0.5`, built by a ModuleList
