@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 MAX_RENDERED_FRAMES = 40
 
@@ -166,20 +166,30 @@ class Reason:
 
 
 def reason_from_exception(exception: Mapping | None, rules: Mapping) -> Reason | None:
-    """A reason read from the exception a run ended with (rules/reproduction.yaml `not_reproduced`)."""
+    """A reason read from the exception a run ended with (rules/reproduction.yaml `not_reproduced`;
+    `blocks` rules only through `blocking_reason`, which checks their name against the script)."""
+    return next((reason for rule, match, reason in _matching(exception, rules) if not rule.get("blocks")), None)
+
+
+def blocking_reason(exception: Mapping | None, script: str, rules: Mapping) -> Reason | None:
+    """The reason a failed run never reached the reported bug (a `blocks: true` rule whose captured
+    `name` the script itself uses: an option or function of another torch version), else None."""
+    return next((reason for rule, match, reason in _matching(exception, rules)
+                 if rule.get("blocks") and re.search(rf"\b{re.escape(match.group('name'))}\b", script)), None)
+
+
+def _matching(exception: Mapping | None, rules: Mapping) -> Iterator[tuple[Mapping, re.Match, Reason]]:
     if not exception:
-        return None
+        return
     kind = str(exception.get("type") or "").rsplit(".", 1)[-1]
     message = str(exception.get("message") or "")
     for rule in rules["not_reproduced"]:
-        if kind not in rule["exception"]:
-            continue
-        match = re.search(rule["message"], message)
+        match = re.search(rule["message"], message) if kind in rule["exception"] else None
         if match:
             found = match.group(1) if match.groups() else ""
             values = {"match": found, "message": message[:200]}
-            return Reason(rule["reason"], rule["sentence"].format(**values), rule.get("next_step", "").format(**values))
-    return None
+            yield rule, match, Reason(rule["reason"], rule["sentence"].format(**values),
+                                      rule.get("next_step", "").format(**values))
 
 
 def missing_name(exception: Mapping | None) -> str | None:

@@ -56,6 +56,7 @@ class RunRecord:
     probe: dict | None = None  # the in-run probe's measurements, when the run was a differential one
     sandbox: str = ""  # how it was isolated ("bubblewrap 0.8.0, uid 65534, seccomp" or "none (unsafe): ...")
     limits_mechanism: str = ""  # "rlimit" (per process) or "cgroup v2" (the whole run)
+    blocked: str | None = None  # it failed before reaching the bug (a `blocks` reason, e.g. torch_api_changed)
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,9 @@ def parse_reproduction(doc: Any, categories: Mapping, where: str) -> Mapping:
         require(isinstance(rule, dict) and {"reason", "exception", "message", "sentence"} <= set(rule), label,
                 "needs reason, exception, message and sentence")
         try:
-            re.compile(rule["message"])
+            compiled = re.compile(rule["message"])
         except re.error as exc:
             raise RulesError(f"{label}: `message` is not a valid regex: {exc}") from None
+        require(not rule.get("blocks") or "name" in compiled.groupindex, label,
+                "a `blocks` rule must capture the missing `name` (checked against the script)")
     return doc

@@ -94,7 +94,7 @@ def reproduces(classification: Classification, run_status: str, failed: bool | N
 
 
 def record_reproduces(record: RunRecord) -> bool:
-    return reproduces(record.classification, record.status, record.failed)
+    return reproduces(record.classification, record.status, record.failed) and not record.blocked
 
 
 def decide_status(records: list[RunRecord], hits: int) -> str:
@@ -263,7 +263,9 @@ class Reproducer:
             return outcome.Reason("limit", "a resource limit stopped the run (memory, processes or file size)",
                                   "Post a smaller repro (smaller shapes or model).")
         last = self.records[-1] if self.records else None
-        found = outcome.reason_from_exception(_exception_of(last), self.ruleset.reproduction) if last else None
+        blocked = next((r for r in reversed(self.records) if r.blocked), None)
+        found = outcome.blocking_reason(_exception_of(blocked), self.script_used, self.ruleset.reproduction) \
+            if blocked else outcome.reason_from_exception(_exception_of(last), self.ruleset.reproduction)
         if found:
             return found
         if last is not None and last.failed:
@@ -313,6 +315,9 @@ class Reproducer:
         result = self.runner(spec)
         text = output_text(result)
         classification = self.classifier.classify_text(text, context=spec.script or "")
+        exception = uncaught_exception(result)
+        failed = outcome.launcher_failed(result)
+        blocked = outcome.blocking_reason(_exception_of_text(exception), script, self.ruleset.reproduction) if failed else None
         record = RunRecord(
             purpose=purpose, env=dict(env), status=result.status, exit_code=result.exit_code, signal=result.signal,
             duration_s=round(result.duration_s, 3), peak_rss_bytes=result.peak_rss_bytes,
@@ -320,10 +325,9 @@ class Reproducer:
             warm=bool(getattr(result, "warm", False)), classification=classification,
             output_tail="\n".join(clean_text(text).split("\n")[-OUTPUT_TAIL_LINES:]),
             output_dropped_bytes=result.stdout_dropped_bytes + result.stderr_dropped_bytes,
-            failed=outcome.launcher_failed(result), sandbox=getattr(result, "sandbox", ""),
+            failed=failed, sandbox=getattr(result, "sandbox", ""),
             limits_mechanism=getattr(result, "limits_mechanism", ""),
-            exception=uncaught_exception(result),
-            probe=getattr(result, "probe", None))
+            exception=exception, probe=getattr(result, "probe", None), blocked=blocked.code if blocked else None)
         self.records.append(record)
         self._save_log(len(self.records), text)
         if keep and result.workdir:
@@ -382,9 +386,13 @@ def uncaught_exception(result: RunResult, limit: int = 300) -> str | None:
 
 def _exception_of(record: RunRecord | None) -> dict | None:
     """The run's uncaught exception as type and message (what `outcome.reason_from_exception` reads)."""
-    if record is None or not record.exception:
+    return _exception_of_text(record.exception) if record is not None else None
+
+
+def _exception_of_text(exception: str | None) -> dict | None:
+    if not exception:
         return None
-    kind, _, message = record.exception.partition(": ")
+    kind, _, message = exception.partition(": ")
     return {"type": kind, "message": message}
 
 

@@ -210,11 +210,13 @@ class Triage:
     def ladder_target(self, run: TriageRun) -> Target | None:
         """The minimized repro (else the repro) and its failure; a run that failed with an error the
         classifier calls not PT2 climbs too: the compiler-off rung tells the code's own error
-        (user_error) from a compiler failure that looks like one."""
+        (user_error) from a compiler failure that looks like one. A run that stopped before the bug
+        (an option of another torch) does not."""
         record = deciding_record(run.reproduction)
         category = run.classification.category
-        if record is None and run.reproduction and run.reproduction.runs and run.reproduction.runs[-1].failed:
-            record = run.reproduction.runs[-1]
+        last = run.reproduction.runs[-1] if run.reproduction and run.reproduction.runs else None
+        if record is None and last is not None and last.failed and not last.blocked:
+            record = last  # (a blocked run never reached the bug: nothing to localize)
             category = record.classification.category
         if record is None or run.script is None:
             return None

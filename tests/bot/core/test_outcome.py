@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from bot.core.ruleset import load_ruleset
 
-from bot.core.outcome import (clean_run_reason, evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
+from bot.core.outcome import (blocking_reason, clean_run_reason, evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
                          render_uncaught, silent_findings, with_obvious_import)
 
 
@@ -83,6 +83,19 @@ def test_why_it_did_not_reproduce_from_the_exception():
     assert data.code == "needs_data"
     snippet = reason_from_exception({"type": "builtins.NameError", "message": "name 'nn' is not defined"}, RULES)
     assert snippet.code == "incomplete_snippet" and "`nn`" in snippet.sentence
+
+
+def test_an_option_or_function_of_another_torch_blocks_the_run_only_when_the_script_uses_it():
+    option = {"type": "builtins.AttributeError", "message": "torch._inductor.config.lowmem_dropout does not exist"}
+    script = "import torch._inductor.config as config\n@config.patch(lowmem_dropout=False)\ndef f(x): ...\n"
+    blocked = blocking_reason(option, script, RULES)
+    assert blocked.code == "torch_api_changed" and "`torch._inductor.config.lowmem_dropout`" in blocked.sentence
+    assert blocking_reason(option, "torch.compile(f)(x)\n", RULES) is None  # raised by the compiler itself: a bug
+    removed = {"type": "AttributeError", "message": "module 'torch._dynamo' has no attribute 'optimize_assert'"}
+    assert blocking_reason(removed, "torch._dynamo.optimize_assert('eager')(f)\n", RULES).code == "torch_api_changed"
+    moved = {"type": "ImportError", "message": "cannot import name 'aot_module_simplified' from 'torch._dynamo.backends'"}
+    assert blocking_reason(moved, "from torch._dynamo.backends import aot_module_simplified\n", RULES) is not None
+    assert reason_from_exception(option, RULES) is None  # a blocks rule speaks only through blocking_reason
 
 
 def test_an_obvious_missing_import_is_added_once():

@@ -88,6 +88,19 @@ def test_a_script_that_passes_does_not_reproduce(reproducer):
 
 
 @pytest.mark.slow
+def test_a_repro_for_another_torch_fails_before_the_bug_and_is_not_a_reproduction(reproducer):
+    """The option is gone from this torch, so the run raises inside torch's config machinery before
+    anything is compiled: not reproduced, with the reason, whatever the error's frames."""
+    script = ("import torch\nimport torch._inductor.config as config\n\n"
+              "@config.patch(lowmem_dropout=False)\ndef f(x):\n    return torch.nn.functional.dropout(x, 0.1)\n\n"
+              "torch.compile(f)(torch.rand(8))\n")
+    reproduction = reproducer().reproduce(script)
+    assert not reproduction.reproduced and reproduction.reason == "torch_api_changed", reproduction.summary
+    assert reproduction.runs[0].failed and reproduction.runs[0].blocked == "torch_api_changed"
+    assert "lowmem_dropout" in reproduction.reason_text
+
+
+@pytest.mark.slow
 def test_flaky_script_is_reported_with_counts(reproducer):
     reproduction = reproducer(runs=8).reproduce(repro("flaky_graph_break"))
     assert reproduction.status in ("flaky", "reproduced", "not_reproduced")
