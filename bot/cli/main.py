@@ -220,7 +220,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
     if args.issue_url and not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+/issues/\d+", args.issue_url):
         raise UsageError(f"--issue-url {args.issue_url!r}: give the issue's https URL (https://github.com/OWNER/REPO/issues/N)")
     options = TriageOptions(out_dir=out_dir, issue_number=args.issue_number, issue_url=args.issue_url, pytorch_root=root,
-                            device=args.device, minimize_budget_s=args.budget, run_timeout_s=args.timeout,
+                            device=args.device, minimize_budget_s=args.budget, total_budget_s=args.budget_total, run_timeout_s=args.timeout,
                             minify_graph=not args.no_minifier, jobs=args.jobs, ladder=not args.no_ladder)
 
     def progress(stage: str, note: str, seconds: float) -> None:
@@ -344,6 +344,8 @@ def add_run_commands(commands) -> None:
     triage.add_argument("--pytorch-root", help="a PyTorch checkout: confirm the test file and class, write test.patch")
     triage.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     triage.add_argument("--budget", type=float, default=300, help="seconds for minimizing (default 300)")
+    triage.add_argument("--budget-total", type=float, default=300,
+                        help="seconds for the whole triage, split across the stages (default 300)")
     triage.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     triage.add_argument("--jobs", type=int, default=2, help="warm workers for minimizing (0: cold runs only)")
     triage.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot graph minifier")

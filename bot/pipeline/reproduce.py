@@ -358,14 +358,14 @@ class Reproducer:
         finally:
             remove_tree(workdir)
 
-    def minify(self, script: str, category_id: str) -> MinifierResult | None:
+    def minify(self, script: str, category_id: str, timeout_s: float | None = None) -> MinifierResult | None:
         """torch's after_aot minifier, for the categories whose rules ask for it."""
         category = self.category(category_id)
         if not self.options.minify_graph or "minifier" not in category.artifacts:
             return None
         keep = self.out_dir / "artifacts" / "minifier" if self.out_dir else None
         outcome_ = run_after_aot_minifier(script, level=category.minifier_level, env=plain_diagnostics(category),
-                                          timeout_s=self.options.minifier_timeout_s, keep_dir=keep)
+                                          timeout_s=timeout_s or self.options.minifier_timeout_s, keep_dir=keep)
         verified, signature = False, None
         if outcome_.repro_source:
             check = self.run(outcome_.repro_source, dict(ALWAYS_ENV), "minifier repro.py")

@@ -16,6 +16,7 @@ from typing import Callable
 from runners.sandbox import RunSpec
 
 from bot.pipeline import outdir
+from bot.pipeline.budget import Budget
 from bot.core.classify import Classifier
 from bot.core.commands_table import load_command_help
 from bot.pipeline.comment import render_comment
@@ -48,6 +49,7 @@ class TriageOptions:
     pytorch_root: Path | None = None
     device: str = "auto"
     minimize_budget_s: float = 300
+    total_budget_s: float = 300  # the whole triage (bot/pipeline/budget.py splits it across the stages)
     run_timeout_s: float = 300
     minify_graph: bool = True
     graph_repro_min_lines: int = 20  # torch's FX-graph minifier only for a source repro still this long
@@ -62,6 +64,7 @@ class TriageRun:
     script: str | None
     text_classification: Classification
     classification: Classification
+    budget: Budget
     reproduction: Reproduction | None = None
     minimized: MinimizedRepro | None = None
     suggestion: TestSuggestion | None = None
@@ -94,11 +97,12 @@ class Triage:
         self.progress = progress
 
     def triage(self, input_path: Path) -> TriageReport:
+        budget = Budget(self.options.total_budget_s)
         issue_text, script = read_input(input_path)
         # a log-sized input: only its head is searched for code blocks (the classifier scans all of it)
         request = request_from_text(issue_text[:MAX_MARKDOWN_CHARS], source="local_file", reference=str(input_path))
         from_text = self.classifier.classify_text(issue_text)
-        run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text)
+        run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text, budget)
         if run.script is not None and hasattr(self.runner, "prewarm"):
             self.runner.prewarm()  # warm workers start while the cold diagnostic runs go on
         self.timed(run, "extract", lambda r: f"{len(request.repro_scripts)} repro script(s) in the issue"
@@ -123,8 +127,8 @@ class Triage:
     def reproduce(self, run: TriageRun) -> str:
         if run.script is None:
             return "skipped: no runnable repro (a fenced Python block that imports torch) in the input"
-        options = ReproduceOptions(timeout_s=self.options.run_timeout_s, device=self.options.device,
-                                   minify_graph=self.options.minify_graph)
+        options = ReproduceOptions(timeout_s=run.budget.run_timeout(self.options.run_timeout_s, share=0.5),
+                                   device=self.options.device, minify_graph=self.options.minify_graph)
         reproducer = run.reproducer = Reproducer(self.classifier, self.runner, self.machine, options, self.options.out_dir)
         issue_text = run.request.text or None
         run.reproduction = reproducer.reproduce(run.script, issue_text)
@@ -140,7 +144,10 @@ class Triage:
             return "skipped: nothing reproduced to minimize"
         if not any(record_reproduces(r) for r in run.reproduction.runs):
             return "skipped: a silent failure (measured by a differential run); the minimizer shrinks failing runs"
-        minimizer = Minimizer(self.classifier, self.runner, budget_s=self.options.minimize_budget_s,
+        budget_s = run.budget.minimize_budget(self.options.minimize_budget_s)
+        if not budget_s:
+            return run.budget.spent_note()
+        minimizer = Minimizer(self.classifier, self.runner, budget_s=budget_s,
                               timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs,
                               gpu=self.test_device(run) == "cuda")
         try:
@@ -174,11 +181,14 @@ class Triage:
             return "skipped: " + ("turned off" if not self.options.minify_graph else "nothing reproduced")
         if "minifier" not in category.artifacts:
             return f"skipped: {category.id} needs no FX-graph repro"
+        timeout_s = run.budget.graph_minifier_timeout(run.reproducer.options.minifier_timeout_s)
         lines = code_line_count(self.test_source(run) or "")
         if run.minimized and lines < self.options.graph_repro_min_lines:
             return f"skipped: the minimized repro is {lines} code lines, small enough without an FX-graph repro"
+        if not timeout_s:
+            return run.budget.spent_note()
         self.write(self.report(run))
-        result = run.reproducer.minify(self.test_source(run), category.id)
+        result = run.reproducer.minify(self.test_source(run), category.id, timeout_s=timeout_s)
         run.reproduction = replace(run.reproduction, minifier=result, artifacts=tuple(run.reproducer.artifacts))
         if result is None:
             return "skipped"
@@ -189,7 +199,9 @@ class Triage:
         target = self.ladder_target(run)
         if target is None or not self.options.ladder:
             return "skipped: " + ("turned off" if target is not None else "nothing reproduced to localize")
-        budget = min(self.options.run_timeout_s, 3 * target.record.duration_s + 60)
+        if not run.budget.has_room_for_runs():
+            return run.budget.spent_note()
+        budget = run.budget.ladder_timeout(min(self.options.run_timeout_s, 3 * target.record.duration_s + 60))
         climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=self.options.jobs,
                                gpu=self.test_device(run) == "cuda")
         with ThreadPoolExecutor(1) as beside:  # a limitation's workaround is verified while the rungs run
@@ -243,7 +255,7 @@ class Triage:
         if not disposition.workarounds or run.script is None or record is None:
             return None
         return try_workarounds(disposition.workarounds, run.script, record.output_tail, self.runner,
-                               timeout_s=self.options.run_timeout_s, gpu=self.test_device(run) == "cuda")
+                               timeout_s=run.budget.run_timeout(self.options.run_timeout_s), gpu=self.test_device(run) == "cuda")
 
     def regress(self, run: TriageRun) -> str:
         plan = self.classifier.ruleset.regression_plans.get(run.classification.category)
@@ -288,7 +300,7 @@ class Triage:
         if status not in ("reproduced", "flaky", "not_reproduced"):  # not_reproduced: the test shows a fix
             why = {"needs_gpu": "it needs a CUDA GPU; a GPU runner verifies it", None: "there was no repro to run"}
             return "not_run", f"not run: {why.get(status, f'the repro run ended with {status}')}", None
-        result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=self.options.run_timeout_s,
+        result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=run.budget.run_timeout(self.options.run_timeout_s),
                                      gpu=self.test_device(run) == "cuda"))
         got = self.classifier.classify_text(output_text(result), context=test_source)
         verdict, sentence = verification_verdict(run.classification, got, result.status)
