@@ -203,11 +203,19 @@ def _type(exception: str | None) -> str | None:
     return exception.partition(":")[0].strip().rsplit(".", 1)[-1] or None
 
 
+# Dynamo compiles a Python `assert` on tensor data into `torch._assert`, which raises this instead
+# of AssertionError: the same assert failing, with and without the compiler.
+COMPILED_ASSERT = re.compile(r"^(?:builtins\.)?RuntimeError: assertion error\b")
+
+
 def _eager_shares(target: Observed, seen: Observed) -> bool:
-    """Without the compiler, the run fails with the same error: the same type, or the eager
+    """Without the compiler, the run fails with the same error: the same type, the eager
     message inside the compiled one (Dynamo wraps an eager error it meets while tracing:
-    `TorchRuntimeError: Dynamo failed to run FX node ... mat1 and mat2 shapes cannot be multiplied`)."""
+    `TorchRuntimeError: Dynamo failed to run FX node ... mat1 and mat2 shapes cannot be multiplied`),
+    or an `assert` that the compiled code raises as `RuntimeError: assertion error`."""
     if _type(seen.exception) == _type(target.exception) or seen.category == target.category:
+        return True
+    if _type(seen.exception) == "AssertionError" and COMPILED_ASSERT.match(target.exception or ""):
         return True
     message = (seen.exception or "").partition(":")[2].strip().split("\n", 1)[0][:80]
     return len(message) >= 12 and message in (target.exception or "")

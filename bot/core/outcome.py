@@ -254,6 +254,19 @@ def outside_pt2_reason(exception: str | None, status: str) -> Reason:
                   "Fix the error in the code first; the ablation ladder below shows whether it fails without the compiler too.")
 
 
+def eager_shares_reason(exception: str | None, status: str, reporter_torch: str | None, runner_torch: str | None) -> Reason:
+    """Why a run that failed is no PT2 reproduction: the compiler-off rung fails the same way. When
+    the report used an older torch, the compiler's part of it may be fixed since."""
+    what = (exception or status).split("\n", 1)[0][:200]
+    sentence = f"it fails, but the same way with the compiler off ({what}), so what fails here is the code or eager PyTorch"
+    older = fixed_since(reporter_torch, runner_torch)
+    if older and version_tuple(reporter_torch):
+        sentence += f"; the report used torch {reporter_torch}, so the compiler's part of it may be fixed since"
+    return Reason("fails_without_compiler", sentence,
+                  "Check that the script shows the reported behaviour without failing on its own (an assert that "
+                  "eager trips too shows nothing about the compiler).")
+
+
 def clean_run_reason(reporter_torch: str | None, runner_torch: str | None, reporter_gpu: bool, ran_on: str) -> Reason:
     """Why a script that ran clean did not reproduce, when its output named no cause: the reporter's
     GPU, then the torch versions, else the machine."""

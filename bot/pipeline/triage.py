@@ -23,6 +23,7 @@ from bot.pipeline.comment import render_comment
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.pipeline.minimize import Minimizer, NotReproducible
 from bot.core import disposition as disposition_rules
+from bot.core import outcome
 from bot.core.disposition import Disposition
 from bot.core.records import Classification, TriageRequest
 from bot.core.source import with_backend
@@ -31,7 +32,8 @@ from bot.pipeline.test_patch import add_method_to_file, required_imports, unifie
 from bot.core.report import (LadderReport, MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion,
                              TriageReport, Workaround)
 from bot.pipeline.ladder import LadderRunner, Target, deciding_record, disposition_facts, try_workarounds
-from bot.pipeline.reproduce import ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text, record_reproduces
+from bot.pipeline.reproduce import (ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text,
+                                    record_reproduces, summary_sentence)
 from bot.pipeline.placement import FailureTouches, frames_of, read_checkout, suggest_test_file
 
 log = logging.getLogger(__name__)
@@ -211,13 +213,33 @@ class Triage:
         if run.ladder.skipped:
             return f"skipped: {run.ladder.skipped}"
         reproduced = bool(run.reproduction and run.reproduction.reproduced)
-        if not reproduced and run.ladder.category == self.classifier.ruleset.not_pt2:
+        not_pt2 = self.classifier.ruleset.not_pt2
+        if reproduced and run.ladder.category == not_pt2:
+            self.unreproduce(run, target)
+        elif not reproduced and run.ladder.category == not_pt2:
             run.classification = target.record.classification  # the run's own verdict, which eager confirms
         elif reproduced and run.ladder.category and run.ladder.category != run.classification.category:
             run.classification = replace(run.classification, category=run.ladder.category,
                                          rule=f"ladder:{run.ladder.layer} ({run.classification.rule})")
         rows = ", ".join(f"{r.rung} {r.outcome}" for r in run.ladder.rungs)
         return f"{run.ladder.owner or 'no rung owns it'}: {rows}"
+
+    def unreproduce(self, run: TriageRun, target: Target) -> None:
+        """The run failed, but with the compiler off it fails the same way: no PT2 failure was
+        reproduced. The verdict is the text's when the text speaks of a PT2 failure (it may be
+        fixed since), else the run's error, which eager shares: not PT2."""
+        record = target.record
+        reason = outcome.eager_shares_reason(record.exception, record.status, run.request.environment.torch_version,
+                                             self.machine.torch_version)
+        reproduction = run.reproduction
+        run.reproduction = replace(
+            reproduction, status="not_reproduced", reproduced=False, runs_reproduced=0, category_changed=False, reason=reason.code,
+            reason_text=reason.sentence, next_step=reason.next_step,
+            summary=summary_sentence("not_reproduced", None, 0, reproduction.runs_total, reproduction.device,
+                                     self.machine.torch_version, reason.sentence))
+        run.classification = run.text_classification if run.text_classification.is_pt2 else \
+            replace(record.classification, category=self.classifier.ruleset.not_pt2, is_pt2=False,
+                    rule=f"ladder:{run.ladder.layer}")
 
     def ladder_target(self, run: TriageRun) -> Target | None:
         """The minimized repro (else the repro) and its failure; a run that failed with an error the

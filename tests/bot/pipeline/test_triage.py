@@ -135,3 +135,39 @@ def test_a_hostile_issue_is_rendered_inert(tmp_path):
     assert "@pytorch/team" not in visible and "@ezyang" not in visible and "@someone" not in visible
     assert "<script>" not in visible and "<details open>" not in visible
     assert comment.count("<!-- pt2-triage:report -->") == 1
+
+
+ASSERT_ISSUE = '''# torch.compile ignores my assertion
+
+With the inductor backend the assert below is not raised, so bad inputs go through silently.
+
+```python
+import torch
+
+def check(x, y):
+    assert torch.all(torch.eq(x, y))
+    return x + y
+
+torch.compile(check)(torch.ones(5), torch.zeros(5))
+```
+
+torch 2.1.0
+'''
+
+
+@pytest.mark.slow
+def test_a_failure_that_eager_shares_is_not_a_reproduction_and_the_text_keeps_the_headline(tmp_path):
+    """Today the compiled assert raises (`RuntimeError: assertion error`) where eager raises
+    AssertionError: the reported bug (a missing assertion) is gone, and what fails is the script's
+    own assert. Not reproduced, with that reason; the text's category leads; no regression test."""
+    issue = tmp_path / "issue.md"
+    issue.write_text(ASSERT_ISSUE)
+    out = tmp_path / "out"
+    assert run_cli("triage", str(issue), "--out", str(out), "--budget", "20", "--no-minifier") == 0
+    report = json.loads((out / "report.json").read_text())
+    reproduction = report["reproduction"]
+    assert not reproduction["reproduced"] and reproduction["reason"] == "fails_without_compiler", reproduction["summary"]
+    assert report["ladder"]["rungs"][0]["outcome"] == "fails"  # the compiler-off rung fails the same way
+    assert report["classification"]["is_pt2"] and report["regression_test"] is None
+    comment = (out / "comment.md").read_text()
+    assert "not reproduced here" in comment and "Not a PT2 failure" not in comment
