@@ -55,7 +55,6 @@ class Category:
     labels: tuple[str, ...]
     artifacts: tuple[str, ...] = ()
     minifier_level: int | None = None
-    eager_clean: bool = False  # the repro runs clean with the compiler off; minimizing must keep that
     pt2: bool = True  # False for the one verdict that says the compiler is not at fault
     fallback: bool = False  # True for the one verdict that says PT2 is involved but no category fits
     graph_break_ids: bool = False  # the verdict carries torch's GBxxxx registry id
@@ -208,7 +207,6 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         labels=_str_list(raw["labels"], f"{where}.labels"),
         artifacts=artifacts,
         minifier_level=minifier_level,
-        eager_clean=_bool(raw.get("eager_clean", False), f"{where}.eager_clean"),
         pt2=_bool(raw.get("pt2", True), f"{where}.pt2"),
         fallback=_bool(raw.get("fallback", False), f"{where}.fallback"),
         graph_break_ids=_bool(raw.get("graph_break_ids", False), f"{where}.graph_break_ids"),

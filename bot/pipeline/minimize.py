@@ -4,10 +4,10 @@
 (bot/signature.py drops sizes, paths and line numbers, so shrinking a tensor keeps it). Slipping
 into another bug is never interesting: a NameError after a definition was deleted changes the
 signature, and user-level errors such as NameError or ImportError are refused outright.
-For categories whose failure text does not prove the compiler's part (`eager_clean` in
-categories.yaml: an `assert_close` message, a segfault) a candidate must also run clean with the
-compiler off, or `torch.testing.assert_close(torch.randn(1), torch.ones(1))` would pass for a
-minimized accuracy bug.
+When the original runs clean with the compiler off, so must every candidate: that is what makes
+the failure the compiler's. Without it `torch.testing.assert_close(torch.randn(1), torch.ones(1))`
+would pass for a minimized accuracy bug, and dropping the `try`/`except` around an error Dynamo
+mishandles would pass for a Dynamo bug (the error then escapes in eager too).
 The search itself is runners/reduce/; every candidate runs in the sandbox (warm workers).
 """
 from __future__ import annotations
@@ -136,19 +136,20 @@ class Minimizer:
             return False
         if not self.fails_same(original, candidate):
             return False
-        return not (check_compiler_off and self.fails_same(original, with_compiler_off(candidate)))
+        return not check_compiler_off or self.runs_clean_without_compiler(candidate)
+
+    def runs_clean_without_compiler(self, script: str) -> bool:
+        _, run = self.classify_run(with_compiler_off(script))
+        return run.status == "ok"
 
     def needs_compiler_off_check(self, original: Classification, script: str) -> bool:
-        """Whether candidates must also run clean with the compiler off: the category asks for it,
-        and the original passes that check (when it fails the same way without the compiler too,
-        the check cannot tell candidates apart, and the failure is likely not the compiler's)."""
-        category = self.classifier.ruleset.categories.get(original.category)
-        if category is None or not category.eager_clean:
-            return False
-        if self.fails_same(original, with_compiler_off(script)):
-            log.warning("the script fails the same way with the compiler off; not checking candidates that way")
-            return False
-        return True
+        """Whether candidates must also run clean with the compiler off: whenever the original does
+        (one run here, and one per candidate that already fails the same way). When the original
+        fails without the compiler too, the check cannot tell candidates apart."""
+        if self.runs_clean_without_compiler(script):
+            return True
+        log.warning("the script fails with the compiler off too; not checking candidates that way")
+        return False
 
     def minimize(self, script: str) -> MinimizeResult:
         self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")

@@ -58,11 +58,6 @@ def test_pt2_categories_have_topic_specific_test_files_and_labels(ruleset):
     assert ruleset.categories["recompilation"].test_files[0] == "test/dynamo/test_recompiles.py"
 
 
-def test_categories_whose_text_does_not_prove_the_compiler_must_run_clean_without_it(ruleset):
-    clean = {cid for cid, category in ruleset.categories.items() if category.eager_clean}
-    assert clean == {"accuracy", "runtime_crash", "triton_kernel_bug"}
-
-
 def test_patterns_are_ranked_by_priority_then_file_order(ruleset):
     keys = [(-p.priority, p.order) for p in ruleset.patterns]
     assert keys == sorted(keys)
@@ -84,7 +79,7 @@ def test_catch_all_rules_are_evidence_and_context_rules_refile_by_entry_point(ru
     (lambda c, p: c["categories"]["accuracy"]["differential"].pop("judge"), "needs `probe` (switches), `prose` (a feature) and `judge`"),
     (lambda c, p: c["categories"]["accuracy"].pop("labels"), "category 'accuracy': missing field 'labels'"),
     (lambda c, p: c["categories"]["graph_break"]["test_files"].append("test/dynamo/test_misc.py"), "test_misc.py is oversized"),
-    (lambda c, p: c["categories"]["accuracy"].__setitem__("eager_clean", "yes"), "category 'accuracy'.eager_clean: must be true or false"),
+    (lambda c, p: c["categories"]["accuracy"].__setitem__("pt2", "yes"), "category 'accuracy'.pt2: must be true or false"),
     (lambda c, p: p["patterns"][0].__setitem__("regex", "(?<=lookbehind)x"), "pattern 'aoti_entry_point': regex does not compile under RE2"),
     (lambda c, p: p["patterns"][1].__setitem__("category", "nope"), "pattern 'aoti_api_in_error': category 'nope' is not defined"),
     (lambda c, p: p["patterns"][1].__setitem__("in", "everywhere"), "`in` must be one of"),
