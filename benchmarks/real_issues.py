@@ -12,6 +12,7 @@ plus the time per stage (median and max). By default the dev and test splits run
 `--split train` or `--all` adds the rest.
 
     python benchmarks/real_issues.py [--split dev test] [--budget 60] [--limit N] [--json results.json]
+    python benchmarks/real_issues.py --rerun results.json --json results2.json   # after a change to judging failures
 """
 from __future__ import annotations
 
@@ -81,6 +82,15 @@ def outcome_of(case: dict, result: dict) -> tuple[str, str]:
     return "not reproduced", reproduction.get("reason") or reproduction["status"]
 
 
+CLEAN_RUN_REASONS = ("fixed_since", "needs_gpu", "ran_clean", "no runnable repro found in the text", "notebook_only")
+
+
+def ran_a_failure(row: dict) -> bool:
+    """Whether some run of the case failed: a reproduction, a not-PT2 verdict, or a not-reproduced
+    reason read from a failing run (a clean run's reasons are the reporter's torch, GPU or text)."""
+    return row["outcome"] != "not reproduced" or row["detail"] not in CLEAN_RUN_REASONS
+
+
 def ladder_summary(report: dict) -> dict:
     """The ladder's owner and rows, the disposition, and what the two stages cost beside the rest."""
     ladder = report.get("ladder") or {}
@@ -100,8 +110,17 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=60, help="seconds for minimizing, per case")
     parser.add_argument("--limit", type=int, help="only the first N cases (by URL)")
     parser.add_argument("--json", type=Path, help="write every case's outcome and stage times here")
+    parser.add_argument("--rerun", type=Path, metavar="JSON",
+                        help="an earlier --json: run again only its cases in which some run failed (reproduced, not PT2, "
+                             "or not reproduced for a reason read from a failing run) and keep its rows for the rest "
+                             "(a change to how failures are judged cannot move a case whose runs all passed)")
     args = parser.parse_args()
     cases = load_cases(["train", "dev", "test"] if args.all else args.split)[:args.limit]
+    kept: dict[str, dict] = {}
+    if args.rerun:
+        earlier = {row["url"]: row for row in json.loads(args.rerun.read_text(encoding="utf-8"))}
+        kept = {url: row for url, row in earlier.items() if not ran_a_failure(row)}
+        cases = [case for case in cases if case["url"] not in kept]
     rows = []
     for index, case in enumerate(cases, 1):
         with tempfile.TemporaryDirectory(prefix="pt2-real-") as tmp:
@@ -112,6 +131,7 @@ def main() -> None:
                      "detail": detail, "wall_s": round(result["wall_s"], 1), "stages": stages,
                      "reporter_torch": case.get("torch_version"), **ladder_summary(result.get("report") or {})})
         print(f"[{index}/{len(cases)}] {outcome:28s} {result['wall_s']:6.1f}s  {case['url']}  {detail[:100]}", flush=True)
+    rows = sorted(rows + [row for row in kept.values()], key=lambda row: row["url"])
     report(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
