@@ -17,6 +17,9 @@ RESERVE_SHARE = 0.25  # of the total, kept for the stages after minimize
 MIN_RUN_S = 5.0  # a run given less than this would not even start torch
 MIN_MINIMIZE_S = 10.0  # below this minimizing is skipped, not started
 MIN_GRAPH_MINIFIER_S = 60.0  # torch's after_aot minifier re-runs the repro many times
+# What the graph stage spends beyond its minifier's limit: the minify step's own floor (30 s,
+# runners/minifier.py) and the run that checks the repro it wrote.
+GRAPH_MINIFIER_SLACK_S = 45.0
 LADDER_WAVES = 3  # the ladder's rungs run in about this many waves of parallel runs
 
 
@@ -52,8 +55,8 @@ class Budget:
 
     def graph_minifier_timeout(self, wanted: float) -> float:
         """The after_aot minifier's limit, or 0 when too little is left to start it."""
-        left = self.left()
-        return min(wanted, left) if left >= MIN_GRAPH_MINIFIER_S else 0.0
+        timeout = min(wanted, self.left() - GRAPH_MINIFIER_SLACK_S)
+        return timeout if timeout >= MIN_GRAPH_MINIFIER_S else 0.0
 
     def spent_note(self) -> str:
         return f"skipped: the total budget ({self.total_s:.0f} s) is spent ({self.left():.0f} s left)"

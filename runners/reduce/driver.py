@@ -48,6 +48,8 @@ class Reducer:
             tree = ast.parse(source)
         except SyntaxError as exc:
             return self._finish(source, started, f"the input does not parse: {exc.msg} (line {exc.lineno})")
+        if self._out_of_budget():
+            return self._finish(source, started, "budget: none left to test the original (the runs before the search used it)")
         if not self._test(source):
             return self._finish(source, started, "the original is not interesting: nothing to preserve")
         self.allowed_errors = sure_errors(tree)
