@@ -152,9 +152,12 @@ OOM_IN_BACKWARD = _traceback(USER, SITE + "torch/_tensor.py", SITE + "torch/auto
 def test_a_reporter_who_says_the_compiler_is_not_in_use_is_believed_when_nothing_contradicts_it(classifier):
     text = ("# OOM in backward while fine-tuning\n\nI read that torch.compile can save memory and plan to try it, "
             "but right now I'm not using it at all: this is plain eager.\n" + OOM_IN_BACKWARD)
-    assert classifier.classify_text(text).category == "not_pt2"
-    unstated = text.replace("but right now I'm not using it at all: this is plain eager", "and did")
-    assert classifier.classify_text(unstated).category != "not_pt2"  # the model alone reads "backward" as AOTAutograd
+    stated = classifier.classify_text(text)
+    assert stated.category == "not_pt2" and "prose:compiler_not_used" in stated.features
+    # Without the statement nothing rules PT2 out: whatever the model makes of an OOM in backward,
+    # it is not the reporter's word that decides.
+    unstated = classifier.classify_text(text.replace("but right now I'm not using it at all: this is plain eager", "and did"))
+    assert "prose:compiler_not_used" not in unstated.features and unstated.decided_by != "rule"
 
 
 def test_the_same_words_do_not_outweigh_code_that_calls_the_compiler(classifier):
