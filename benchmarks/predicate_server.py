@@ -121,9 +121,11 @@ class PredicateServer:
     # --- the original's judgement, made once --------------------------------------------------------
     def _judge_original(self) -> None:
         """What `Minimizer.minimize` decides before it searches: the original's classification, whether
-        it reproduces, and whether candidates must also run clean with the compiler off."""
+        it reproduces, whether candidates must also run clean with the compiler off, and the cheapest
+        backend that shows the failure (the candidates' runs use it)."""
         cache_dir = tempfile.mkdtemp(prefix="pt2-predicate-setup-")
         started = time.monotonic()
+        self.backend_env: dict[str, str] = {}
         try:
             minimizer = self._minimizer(cache_dir, None)
             self.original, result = minimizer.classify_run(self.source)
@@ -132,6 +134,7 @@ class PredicateServer:
             self.original_warm = result.warm
             self.reproducible = keeps_pt2(self.source) and reproduces(self.original, result.status)
             self.check_compiler_off = self.reproducible and minimizer.needs_compiler_off_check(self.original, self.source)
+            self.backend_env = minimizer.cheapest_backend_env(self.original, self.source) if self.reproducible else {}
         finally:
             remove_tree(cache_dir)
         self.setup_s = time.monotonic() - started  # includes starting the warm pool
@@ -139,7 +142,7 @@ class PredicateServer:
     def describe(self) -> dict:
         return {"category": self.original.category, "signature": self.original.signature,
                 "status": self.original_status, "reproducible": self.reproducible,
-                "compiler_off": self.check_compiler_off, "original_run_s": self.original_run_s,
+                "compiler_off": self.check_compiler_off, "backend_env": self.backend_env, "original_run_s": self.original_run_s,
                 "original_warm": self.original_warm, "setup_s": round(self.setup_s, 1)}
 
     # --- the runner every run goes through -----------------------------------------------------------
@@ -159,6 +162,7 @@ class PredicateServer:
         minimizer = Minimizer(self.classifier, self.runner, timeout_s=self.timeout_s, parallelism=self.jobs)
         minimizer.cache_dir = cache_dir
         minimizer.deadline = deadline
+        minimizer.backend_env = self.backend_env
         return minimizer
 
     # --- the predicate -------------------------------------------------------------------------------

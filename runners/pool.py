@@ -88,8 +88,8 @@ def lazy_runner(stack: ExitStack, warm_workers: int):
 
     def run(spec: RunSpec) -> RunResult:
         spec = sandbox.effective(spec)  # as the pool runs it, when the unsafe fallback is in use
-        if spec.argv is not None or not warm_safe_env(spec.env):
-            return sandbox.run(spec)  # would run cold anyway: do not wait for the pool
+        if spec.argv is not None or spec.gpu or not warm_safe_env(spec.env):
+            return sandbox.run(spec)  # would run cold anyway: neither wait for the pool nor hold a worker
         prewarm()
         ready.wait()
         return pool[0](spec)

@@ -67,7 +67,8 @@ log = logging.getLogger(__name__)
 # TRIAGE_TORCH_PROBE is read by the bootstrap in the forked run, after the preload, like a cold run does.
 WARM_SAFE_ENV = frozenset({"PYTHONFAULTHANDLER", "OMP_NUM_THREADS", "TRIAGE_TORCH_PROBE"})
 # values every run gets from sandbox.build_env; setting them again changes nothing
-STARTUP_DEFAULTS = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+STARTUP_DEFAULTS = {"PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+                    "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 START_TIMEOUT_S = 180
 KILL_BACKSTOP_S = 10  # after a kill, how long the server gets to report before we kill it too
 MAX_RESTARTS = 1

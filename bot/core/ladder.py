@@ -144,6 +144,21 @@ def not_applicable(table: LadderTable, script: str | None, category: str, failed
     return None
 
 
+CUSTOM_BACKEND = re.compile(r"\bbackend\s*=")
+
+
+def switchable(table: LadderTable, script: str) -> bool:
+    """Whether the probe's backend switch reaches the script's compile: a torch.compile call with
+    the default backend (a script that names its backend keeps it)."""
+    return bool(re.search(table.requires_code, code_names(script))) and not CUSTOM_BACKEND.search(script)
+
+
+def cheaper_rungs(table: LadderTable) -> tuple[Rung, ...]:
+    """The rungs between the compiler off and the last (Inductor): the cheaper backends a failure
+    may already show on, cheapest first."""
+    return table.rungs[1:-1]
+
+
 def code_names(script: str) -> str:
     """The dotted names the code uses, one per line (`torch.compile`, `torch._dynamo.optimize`, ...):
     what a rule about the code reads, so a comment or a string that mentions torch.compile is not a call."""
@@ -163,10 +178,33 @@ def _dotted(node: ast.expr) -> bool:
 
 
 def plan(table: LadderTable, script: str, category: str) -> tuple[Rung, ...]:
-    """The rungs to run, then the side switches whose condition holds (each run once, in parallel)."""
-    switches = tuple(s for s in table.switches
-                     if category in s.when_categories or (s.when_code and re.search(s.when_code, script)))
-    return table.rungs + switches
+    """The rungs to run, then the side switches whose condition holds."""
+    return table.rungs + switches_for(table, script, category)
+
+
+def switches_for(table: LadderTable, script: str, category: str) -> tuple[Rung, ...]:
+    """The side switches the repro's code or its category calls for."""
+    return tuple(s for s in table.switches
+                 if category in s.when_categories or (s.when_code and re.search(s.when_code, script)))
+
+
+def owning_rung(table: LadderTable, results: tuple[RungResult, ...]) -> Rung | None:
+    """The first ladder rung that failed the way the repro did."""
+    by_id = {r.rung: r for r in results}
+    return next((r for r in table.rungs if by_id.get(r.id) and by_id[r.id].outcome == FAILS), None)
+
+
+def switch_probe(switch: Rung, owner: Rung | None, table: LadderTable, category: str) -> dict[str, Any] | None:
+    """A side switch runs on the backend of the rung that owns the failure: a graph break that
+    backend="eager" already shows is asked about fullgraph=False with "eager", not with a 30-second
+    Inductor compile. None when the compiler-off rung owns it (no switch of the compiler can help).
+    With no owner the switch runs on the repro's own backend."""
+    if owner is table.compiler_off:
+        return None
+    probe = probe_for(switch, table, category)
+    if owner is not None and owner.backend:
+        probe.setdefault("backend", owner.backend)
+    return probe
 
 
 def probe_for(rung: Rung, table: LadderTable, category: str) -> dict[str, Any]:
@@ -228,7 +266,7 @@ def decide(table: LadderTable, results: tuple[RungResult, ...], category: str) -
     are workarounds."""
     by_id = {r.rung: r for r in results}
     workarounds = tuple(s.title for s in table.switches if by_id.get(s.id) and by_id[s.id].outcome == PASSES)
-    owner_rung = next((r for r in table.rungs if by_id.get(r.id) and by_id[r.id].outcome == FAILS), None)
+    owner_rung = owning_rung(table, results)
     if owner_rung is None:
         return Verdict(None, None, None, None, "no rung of the ladder failed the way the repro did "
                        "(the repro may use a backend or setting the ladder does not switch)", workarounds)

@@ -23,6 +23,11 @@ def tidy(source: str) -> str:
     return "".join(parts)
 
 
+def code_lines(source: str) -> int:
+    """Lines that hold code: neither blank nor only a comment."""
+    return sum(1 for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
 def _is_def(node: ast.AST) -> bool:
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 

@@ -2,7 +2,8 @@
 
 The ladder re-runs the (minimized) repro once per rung of bot/rules/ladder.yaml, each run with the
 in-run probe's switch (`TRIAGE_TORCH_PROBE`: backend, compiler off, dynamic=False, fullgraph=False),
-in parallel through the runner it is given (warm workers). The repro's own failing run is the
+in parallel through the runner it is given (warm workers); the side switches run after the rungs,
+on the backend of the rung that owns the failure. The repro's own failing run is the
 `inductor` rung when it compiled with the default backend, so that rung is not run twice. When the
 compiler-off rung fails the same way, the rungs not yet started are cancelled: the code fails
 without PT2 and the other rungs cannot change that.
@@ -10,7 +11,6 @@ without PT2 and the other rungs cannot change that.
 from __future__ import annotations
 
 import json
-import re
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -23,9 +23,6 @@ from bot.core import outcome, workaround
 from bot.core.classify import Classifier
 from bot.core.report import LadderReport, Reproduction, RunRecord, Workaround
 from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, Runner, output_text, record_reproduces, uncaught_exception
-
-CUSTOM_BACKEND = re.compile(r"\bbackend\s*=")
-
 
 @dataclass(frozen=True)
 class Target:
@@ -65,8 +62,9 @@ class LadderRunner:
         if why_not:
             return LadderReport(skipped=why_not, script=target.which)
         goal = self._observed_target(target)
-        rungs = ladder_rules.plan(self.table, target.script, target.category)
-        results = self._run_all(target, goal, rungs)
+        results = self._run_all(target, goal, self.table.rungs)
+        switches = ladder_rules.switches_for(self.table, target.script, target.category)
+        results += self._run_switches(target, goal, switches, ladder_rules.owning_rung(self.table, results))
         verdict = ladder_rules.decide(self.table, results, target.category)
         return LadderReport(rungs=results, layer=verdict.layer, owner=verdict.owner, category=verdict.category,
                             cheapest_backend=verdict.cheapest_backend, sentence=verdict.sentence,
@@ -85,7 +83,8 @@ class LadderRunner:
             done[reused.rung] = reused
         todo = [r for r in rungs if r.id not in done]
         with ThreadPoolExecutor(self.jobs) as pool:
-            futures = {pool.submit(self._run_rung, target, goal, rung): rung for rung in todo}
+            futures = {pool.submit(self._run_rung, target, goal, rung,
+                                   ladder_rules.probe_for(rung, self.table, target.category)): rung for rung in todo}
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -98,17 +97,28 @@ class LadderRunner:
                 pending = {f for f in pending if not f.cancelled()}
         return tuple(done.get(r.id) or ladder_rules.RungResult(r.id, r.title, "not_run") for r in rungs)
 
+    def _run_switches(self, target: Target, goal: ladder_rules.Observed, switches: tuple[ladder_rules.Rung, ...],
+                      owner: ladder_rules.Rung | None) -> tuple[ladder_rules.RungResult, ...]:
+        """The side switches, after the rungs: each runs on the owning rung's backend (the cheapest
+        that still fails), and none runs when the compiler-off rung owns the failure."""
+        probes = {s.id: ladder_rules.switch_probe(s, owner, self.table, target.category) for s in switches}
+        runnable = [s for s in switches if probes[s.id] is not None]
+        with ThreadPoolExecutor(self.jobs) as pool:
+            ran = dict(zip((s.id for s in runnable),
+                           pool.map(lambda s: self._run_rung(target, goal, s, probes[s.id]), runnable)))
+        return tuple(ran.get(s.id) or ladder_rules.RungResult(s.id, s.title, "not_run") for s in switches)
+
     def _reused_inductor(self, target: Target, goal: ladder_rules.Observed) -> ladder_rules.RungResult | None:
         """The repro's own failing run is the inductor rung when the script compiles with the default
         backend and the failure was seen by the launcher (a silent failure needs its comparison run)."""
         last = self.table.rungs[-1]
-        if target.which != "repro" or CUSTOM_BACKEND.search(target.script) or not goal.failed or last.backend != "inductor":
+        if target.which != "repro" or ladder_rules.CUSTOM_BACKEND.search(target.script) or not goal.failed or last.backend != "inductor":
             return None
         return ladder_rules.RungResult(last.id, last.title, ladder_rules.FAILS, target.category, target.record.exception,
                                        target.record.duration_s)
 
-    def _run_rung(self, target: Target, goal: ladder_rules.Observed, rung: ladder_rules.Rung) -> ladder_rules.RungResult:
-        probe = ladder_rules.probe_for(rung, self.table, target.category)
+    def _run_rung(self, target: Target, goal: ladder_rules.Observed, rung: ladder_rules.Rung,
+                  probe: dict) -> ladder_rules.RungResult:
         spec = RunSpec(script=target.script, env={**ALWAYS_ENV, PROBE_ENV: json.dumps(probe, sort_keys=True)},
                        timeout_s=self.timeout_s, gpu=self.gpu)
         result = self.runner(spec)
@@ -116,7 +126,8 @@ class LadderRunner:
         exception = uncaught_exception(result)
         seen = ladder_rules.Observed(result.status, outcome.launcher_failed(result), classification.category,
                                      exception, self._silent_differs(result, target.category))
-        return ladder_rules.RungResult(rung.id, rung.title, ladder_rules.rung_outcome(rung, goal, seen),
+        title = rung.title if probe.get("backend") == rung.backend else f'{rung.title} on backend="{probe["backend"]}"'
+        return ladder_rules.RungResult(rung.id, title, ladder_rules.rung_outcome(rung, goal, seen),
                                        classification.category if seen.failed else None, exception,
                                        round(result.duration_s, 2))
 

@@ -12,11 +12,12 @@ The search itself is runners/reduce/; every candidate runs in the sandbox (warm 
 """
 from __future__ import annotations
 
-import ast
-import re
+import json
 import logging
+import re
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,9 +26,10 @@ from bot.core.source import tidy
 from runners.safefs import remove_tree
 from runners.sandbox import RunResult, RunSpec
 
+from bot.core import ladder as ladder_rules
 from bot.core.classify import Classifier
 from bot.core.records import Classification
-from bot.pipeline.reproduce import ALWAYS_ENV, output_text, reproduces
+from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces
 from bot.core.signature import short_type
 
 log = logging.getLogger(__name__)
@@ -41,26 +43,10 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
 
 RESERVE_RUNS = 2  # runs after the reducer: its re-check of the result, and the final classification
 CONFIRM_GRACE_S = 5.0
-COMPILER_OFF = "import torch._dynamo\ntorch._dynamo.config.disable = True\n"
-
-
-def with_compiler_off(script: str) -> str:
-    """`script` with Dynamo disabled before its own code runs (torch.compile then returns the
-    function unchanged), placed after a docstring and `from __future__` imports, which must come first."""
-    try:
-        body = ast.parse(script).body
-    except SyntaxError:
-        return COMPILER_OFF + script
-    first = 0
-    for index, node in enumerate(body):
-        is_docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-        if is_docstring or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
-            first = index + 1
-    if first == 0:
-        return COMPILER_OFF + script
-    lines = script.splitlines(keepends=True)
-    cut = body[first - 1].end_lineno
-    return "".join(lines[:cut]) + ("" if lines[cut - 1].endswith("\n") else "\n") + COMPILER_OFF + "".join(lines[cut:])
+# The compiler off the way the ladder's first rung turns it off: the in-run probe's
+# torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
+# fullgraph=True it raises "found no compiled frames", so every fullgraph repro "failed without the compiler".)
+COMPILER_OFF_ENV = {PROBE_ENV: json.dumps({"compiler": "off"})}
 
 
 class NotReproducible(Exception):
@@ -112,6 +98,7 @@ class Minimizer:
         self.parallelism = parallelism
         self.cache_dir: str | None = None
         self.deadline: float | None = None  # the budget's end; candidate runs in flight stop there
+        self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
 
     def run_timeout(self) -> float:
         """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
@@ -119,14 +106,28 @@ class Minimizer:
             return self.timeout_s
         return max(CONFIRM_GRACE_S, min(self.timeout_s, self.deadline - time.monotonic()))
 
-    def classify_run(self, script: str) -> tuple[Classification, RunResult]:
-        result = self.runner(RunSpec(script=script, env=dict(ALWAYS_ENV), timeout_s=self.run_timeout(),
+    def classify_run(self, script: str, env: dict[str, str] | None = None) -> tuple[Classification, RunResult]:
+        result = self.runner(RunSpec(script=script, env={**ALWAYS_ENV, **(env or {})}, timeout_s=self.run_timeout(),
                                      cache_dir=self.cache_dir, gpu=self.gpu))
         return self.classifier.classify_text(output_text(result), context=script), result
 
-    def fails_same(self, target: Classification, script: str) -> bool:
-        classification, run = self.classify_run(script)
+    def fails_same(self, target: Classification, script: str, env: dict[str, str] | None = None) -> bool:
+        classification, run = self.classify_run(script, self.backend_env if env is None else env)
         return same_failure(target, classification, run.status)
+
+    def cheapest_backend_env(self, original: Classification, script: str) -> dict[str, str]:
+        """The probe of the cheapest backend on which the original already fails the same way
+        (backend="eager" for a graph break: Dynamo fails before any backend runs), so candidates
+        that lose the failure do not each pay an Inductor compile. The PT2 guides minimize the
+        same way. {} when the script names its backend or only Inductor shows the failure."""
+        ladder = self.classifier.ruleset.ladder
+        if not ladder_rules.switchable(ladder, script):
+            return {}
+        envs = [{PROBE_ENV: json.dumps(dict(rung.probe), sort_keys=True)} for rung in ladder_rules.cheaper_rungs(ladder)
+                if original.category in ladder.layers[rung.layer].categories]  # a layer that can fail this way
+        with ThreadPoolExecutor(max(1, self.parallelism)) as pool:
+            fails = list(pool.map(lambda env: self.fails_same(original, script, env), envs))
+        return next((env for env, failed in zip(envs, fails) if failed), {})
 
     def is_interesting(self, original: Classification, candidate: str, check_compiler_off: bool) -> bool:
         """The reducer's predicate: `candidate` keeps `import torch` and a PT2 entry point, fails as
@@ -139,7 +140,7 @@ class Minimizer:
         return not check_compiler_off or self.runs_clean_without_compiler(candidate)
 
     def runs_clean_without_compiler(self, script: str) -> bool:
-        _, run = self.classify_run(with_compiler_off(script))
+        _, run = self.classify_run(script, COMPILER_OFF_ENV)
         return run.status == "ok"
 
     def needs_compiler_off_check(self, original: Classification, script: str) -> bool:
@@ -162,6 +163,7 @@ class Minimizer:
                 raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
             log.info("minimizing a %s failure: %s", original.category, original.signature)
             check_compiler_off = self.needs_compiler_off_check(original, script)
+            self.backend_env = self.cheapest_backend_env(original, script)
 
             def interesting(candidate: str) -> bool:
                 return self.is_interesting(original, candidate, check_compiler_off)
@@ -178,7 +180,7 @@ class Minimizer:
             source = tidy(reduced.source) if reduced.source != script else script
             if source != reduced.source and not interesting(source):
                 source = reduced.source  # tidying must not change behaviour; keep the proven text
-            final, _ = self.classify_run(source)
+            final, _ = self.classify_run(source)  # with the script's own backend: the failure as reported
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off)

@@ -235,3 +235,18 @@ def test_an_unsafe_worker_serves_unsafe_specs_only():
         assert unsafe.uncaught_exception["type"] == "builtins.KeyError"
         sandboxed = warm.run(RunSpec(script="import os\nprint(os.getcwd())"))
         assert (sandboxed.warm, sandboxed.stdout) == (False, "/sandbox\n")  # a sandboxed spec runs cold, sandboxed
+
+
+def test_gpu_runs_go_cold_at_once_without_starting_or_holding_the_warm_pool(monkeypatch):
+    """A GPU run is never warm (the warm server has no device nodes): it must neither wait for the
+    pool nor take one of its workers, so a ladder's GPU rungs run side by side."""
+    from contextlib import ExitStack
+
+    from runners import pool as pool_module
+
+    ran = []
+    monkeypatch.setattr(pool_module.sandbox, "run", lambda spec: ran.append(spec) or "cold result")
+    with ExitStack() as stack:
+        runner = pool_module.lazy_runner(stack, 2)
+        assert runner(RunSpec(script="import torch\n", gpu=True)) == "cold result"
+        assert ran and ran[0].gpu and not getattr(runner.prewarm, "thread", None)

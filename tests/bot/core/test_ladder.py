@@ -87,3 +87,18 @@ def test_a_comment_or_a_string_naming_torch_compile_is_not_a_call():
     script = '# about: no torch.compile anywhere\nimport torch\nprint("torch.compile(f)")\n'
     assert ladder.not_applicable(TABLE, script, "runtime_crash", True)
     assert ladder.not_applicable(TABLE, "import torch\nf = torch._dynamo.optimize('eager')(g)\n", "runtime_crash", True) is None
+
+
+def test_a_side_switch_runs_on_the_backend_of_the_rung_that_owns_the_failure():
+    owner = ladder.owning_rung(TABLE, results(no_compiler=PASSES, eager=FAILS, aot_eager=FAILS))
+    assert owner is RUNG["eager"]
+    assert ladder.switch_probe(RUNG["no_fullgraph"], owner, TABLE, "graph_break") == {"fullgraph": False, "backend": "eager"}
+    inductor = ladder.owning_rung(TABLE, results(no_compiler=PASSES, eager=PASSES, aot_eager=PASSES,
+                                                 aot_eager_decomp_partition=PASSES, inductor=FAILS))
+    assert ladder.switch_probe(RUNG["static_shapes"], inductor, TABLE, "dynamic_shapes")["backend"] == "inductor"
+
+
+def test_no_side_switch_runs_when_the_code_fails_without_the_compiler_and_the_repros_backend_without_an_owner():
+    assert ladder.switch_probe(RUNG["no_fullgraph"], RUNG["no_compiler"], TABLE, "graph_break") is None
+    assert ladder.switch_probe(RUNG["no_fullgraph"], None, TABLE, "graph_break") == {"fullgraph": False}
+    assert ladder.switch_probe(RUNG["no_fullgraph"], None, TABLE, "accuracy") == {"fullgraph": False, "compare": True}

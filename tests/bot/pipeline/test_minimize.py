@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import ast
+import json
 
 import pytest
 
 from bot.core.source import tidy
-from bot.pipeline.minimize import COMPILER_OFF, Minimizer, NotReproducible, same_failure, with_compiler_off
+from bot.pipeline.minimize import Minimizer, NotReproducible, same_failure
+from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.reduce.shape import shape_of
@@ -39,14 +41,6 @@ def test_user_level_slippage_is_never_interesting():
 def test_tidy_lays_out_top_level_definitions():
     assert tidy("import torch\ndef f(x):\n    return x\nx = 1\ny = f(x)\n") == \
         "import torch\n\n\ndef f(x):\n    return x\n\n\nx = 1\ny = f(x)\n"
-
-
-def test_the_compiler_goes_off_before_the_scripts_own_code():
-    assert with_compiler_off("import torch\nx = 1\n") == COMPILER_OFF + "import torch\nx = 1\n"
-    script = '"""Repro."""\nfrom __future__ import annotations\nimport torch\n'
-    assert with_compiler_off(script) == '"""Repro."""\nfrom __future__ import annotations\n' + COMPILER_OFF + "import torch\n"
-    assert with_compiler_off("from __future__ import annotations") == "from __future__ import annotations\n" + COMPILER_OFF
-    ast.parse(with_compiler_off(script))
 
 
 ACCURACY = """\
@@ -84,6 +78,36 @@ def test_a_failure_that_eager_shares_is_not_checked_with_the_compiler_off(classi
     original, _ = minimizer.classify_run(script)
     assert original.category == "accuracy"  # by its text and the script's mention of Inductor
     assert not minimizer.needs_compiler_off_check(original, script)
+
+
+@pytest.mark.slow
+def test_a_fullgraph_repro_runs_clean_with_the_compiler_off(classifier, pool):
+    """The compiler goes off the ladder's way (set_stance("force_eager")): with Dynamo merely
+    disabled, torch.compile(fullgraph=True) raises "found no compiled frames", and a graph break
+    under fullgraph=True looked like a failure that eager shares."""
+    script = ("import torch\n\n\ndef f(x):\n    if x.sum() > 0:\n        return x + 1\n    return x\n\n\n"
+              "torch.compile(f, fullgraph=True)(torch.ones(3))\n")
+    minimizer = Minimizer(classifier, pool.run)
+    original, _ = minimizer.classify_run(script)
+    assert original.category == "graph_break"
+    assert minimizer.needs_compiler_off_check(original, script)
+
+
+@pytest.mark.slow
+def test_candidates_run_on_the_cheapest_backend_that_shows_the_failure(classifier, pool):
+    """A graph break fails the same way with backend="eager" (Dynamo fails before any backend runs),
+    so candidates pay no Inductor compile; an Inductor compile error shows only on Inductor."""
+    graph_break = ("import torch\n\n\ndef f(x):\n    if x.sum() > 0:\n        return x + 1\n    return x\n\n\n"
+                   "torch.compile(f, fullgraph=True)(torch.ones(3))\n")
+    minimizer = Minimizer(classifier, pool.run)
+    original, _ = minimizer.classify_run(graph_break)
+    assert json.loads(minimizer.cheapest_backend_env(original, graph_break)[PROBE_ENV]) == {"backend": "eager"}
+    compile_error = (paths.REPROS / "inductor_compile_error.py").read_text()
+    original, _ = minimizer.classify_run(compile_error)
+    assert original.category == "backend_compiler_failed"
+    assert minimizer.cheapest_backend_env(original, compile_error) == {}
+    named = graph_break.replace("fullgraph=True", 'fullgraph=True, backend="inductor"')
+    assert minimizer.cheapest_backend_env(original, named) == {}  # a script that names its backend keeps it
 
 
 @pytest.fixture(scope="module")
