@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
+from bot.core.tracebacks import CUT_OFF_TYPE
+
 MAX_RENDERED_FRAMES = 40
 
 
@@ -267,6 +269,32 @@ def eager_shares_reason(exception: str | None, status: str, reporter_torch: str 
                   "eager trips too shows nothing about the compiler).")
 
 
+def reported_error_absent(shown_type: str | None, text_category: str, exception: str | None, run_category: str | None,
+                          reporter_torch: str | None, runner_torch: str | None) -> Reason | None:
+    """The report shows its failure's final exception (whole, not cut off) and the run failed with an
+    exception of another type and another category: what failed here is not what was reported
+    (on a newer torch the reported bug is often fixed and the script trips over something else, e.g.
+    Dynamo now refusing under fullgraph=True the op that AOTAutograd used to crash on). None when
+    they agree or the text shows no complete exception."""
+    if not shown_type or shown_type == CUT_OFF_TYPE or not exception or run_category == text_category:
+        return None
+    ran_type = exception.partition(":")[0].strip()
+    if _short(ran_type) == _short(shown_type):
+        return None
+    what = exception.split("\n", 1)[0][:200]
+    sentence = (f"it fails here, but not the way the report shows: the report's {_short(shown_type)} ({text_category}) "
+                f"did not occur; the run raised {what} ({run_category})")
+    if fixed_since(reporter_torch, runner_torch) and version_tuple(reporter_torch):
+        sentence += f"; the report used torch {reporter_torch}, so the reported failure may be fixed since and this is another one"
+    return Reason("fails_differently", sentence,
+                  "Check whether the new error is the reported bug surfacing elsewhere; if it is a bug of its own, "
+                  "file it separately (`@pt2-triage run` on the new issue).")
+
+
+def _short(type_name: str) -> str:
+    return type_name.rsplit(".", 1)[-1]
+
+
 def clean_run_reason(reporter_torch: str | None, runner_torch: str | None, reporter_gpu: bool, ran_on: str) -> Reason:
     """Why a script that ran clean did not reproduce, when its output named no cause: the reporter's
     GPU, then the torch versions, else the machine."""
@@ -277,3 +305,24 @@ def clean_run_reason(reporter_torch: str | None, runner_torch: str | None, repor
         "ran_clean", f"it ran without failing on torch {runner_torch}, the version the report used or a newer one; "
                      "the failure may depend on the reporter's machine (OS, compiler, CPU features) or inputs",
         "Post the exact environment (`python -m torch.utils.collect_env`) and the inputs that fail.")
+
+
+def where(device: str, torch_version: str | None) -> str:
+    """Where a run ran, for the summary: "on cuda with torch 2.13.0"."""
+    return f"on {device}" + (f" with torch {torch_version}" if torch_version else "")
+
+
+def summary_sentence(status: str, category: str | None, hits: int, total: int, device: str, torch_version: str | None,
+                     reason_text: str | None = None, silent: str | None = None) -> str:
+    """The reproduction's one-line summary, for every status."""
+    place = where(device, torch_version)
+    if silent:
+        return f"Reproduced {place}: {category}, {silent}."
+    return {
+        "reproduced": f"Reproduced {place}: {category} ({hits}/{total} runs).",
+        "flaky": f"Flaky {place}: {category} in {hits} of {total} runs.",
+        "timeout": f"Did not finish {place}: every run hit the time limit.",
+        "limit": f"Did not reproduce {place}: a resource limit stopped the run.",
+        "crashed": f"Crashed {place} without PT2 evidence (killed by a signal).",
+        "not_reproduced": f"Not reproduced here ({place}): {reason_text or 'the script ran without failing'}.",
+    }[status]

@@ -119,25 +119,6 @@ def silent_kinds(ruleset: Ruleset, text_category: str | None, run_category: str 
                  and (c.id in (text_category, run_category) or c.differential.prose in features))
 
 
-def where(device: str, torch_version: str | None) -> str:
-    return f"on {device}" + (f" with torch {torch_version}" if torch_version else "")
-
-
-def summary_sentence(status: str, category: str | None, hits: int, total: int, device: str, torch_version: str | None,
-                     reason_text: str | None = None, silent: str | None = None) -> str:
-    place = where(device, torch_version)
-    if silent:
-        return f"Reproduced {place}: {category}, {silent}."
-    return {
-        "reproduced": f"Reproduced {place}: {category} ({hits}/{total} runs).",
-        "flaky": f"Flaky {place}: {category} in {hits} of {total} runs.",
-        "timeout": f"Did not finish {place}: every run hit the time limit.",
-        "limit": f"Did not reproduce {place}: a resource limit stopped the run.",
-        "crashed": f"Crashed {place} without PT2 evidence (killed by a signal).",
-        "not_reproduced": f"Not reproduced here ({place}): {reason_text or 'the script ran without failing'}.",
-    }[status]
-
-
 def machine_environment(probe: dict) -> MachineEnvironment:
     """The probe's plain dict (runners/probe.py) as a report record."""
     known = MachineEnvironment.__dataclass_fields__
@@ -197,7 +178,7 @@ class Reproducer:
             found = next(check for check in silent if check.reproduced)
             return Reproduction(status="reproduced", reproduced=True, runs_total=1, runs_reproduced=1,
                                 category_from_run=found.kind, category_changed=text_category not in (None, found.kind),
-                                summary=summary_sentence("reproduced", found.kind, 1, 1, device, self.machine.torch_version,
+                                summary=outcome.summary_sentence("reproduced", found.kind, 1, 1, device, self.machine.torch_version,
                                                          silent=found.summary),
                                 runs=tuple(self.records), artifacts=tuple(self.artifacts), silent=silent,
                                 script_changed=self._script_note(script), **base)
@@ -205,7 +186,7 @@ class Reproducer:
         reason = self._reason(issue_text, status)
         return Reproduction(status=status, reproduced=False, runs_total=len(checks), runs_reproduced=0,
                             category_from_run=final.classification.category, category_changed=False,
-                            summary=summary_sentence(status, None, 0, len(checks), device, self.machine.torch_version,
+                            summary=outcome.summary_sentence(status, None, 0, len(checks), device, self.machine.torch_version,
                                                      reason.sentence if reason else None),
                             runs=tuple(self.records), artifacts=tuple(self.artifacts), silent=silent,
                             reason=reason.code if reason else None, reason_text=reason.sentence if reason else None,
@@ -236,7 +217,7 @@ class Reproducer:
         return Reproduction(
             status=status, reproduced=True, runs_total=len(checks), runs_reproduced=hits, category_from_run=category,
             category_changed=changed,
-            summary=summary_sentence(status, category, hits, len(checks), base["device"], self.machine.torch_version),
+            summary=outcome.summary_sentence(status, category, hits, len(checks), base["device"], self.machine.torch_version),
             runs=tuple(self.records), artifacts=tuple(self.artifacts),
             script_changed=self._script_note(None), **base)
 
@@ -277,7 +258,7 @@ class Reproducer:
     def _not_reproduced(self, base: dict, code: str, sentence: str, next_step: str) -> Reproduction:
         return Reproduction(status="not_reproduced", reproduced=False, runs_total=0, runs_reproduced=0,
                             category_from_run=None, category_changed=False,
-                            summary=summary_sentence("not_reproduced", None, 0, 0, base["device"],
+                            summary=outcome.summary_sentence("not_reproduced", None, 0, 0, base["device"],
                                                      self.machine.torch_version, sentence),
                             reason=code, reason_text=sentence, next_step=next_step, **base)
 

@@ -7,6 +7,7 @@ Processes start only through the `runner` it is given (the sandbox, or warm work
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -26,14 +27,14 @@ from bot.core import disposition as disposition_rules
 from bot.core import outcome
 from bot.core.disposition import Disposition
 from bot.core.records import Classification, TriageRequest
-from bot.core.source import with_backend
+from bot.core.source import code_lines, with_backend
 from bot.pipeline.regress import generate, verification_verdict
 from bot.pipeline.test_patch import add_method_to_file, required_imports, unified_patch
-from bot.core.report import (LadderReport, MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, TestSuggestion,
-                             TriageReport, Workaround)
+from bot.core.report import (LadderReport, MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord,
+                             TestSuggestion, TriageReport, Workaround)
 from bot.pipeline.ladder import LadderRunner, Target, deciding_record, disposition_facts, try_workarounds
 from bot.pipeline.reproduce import (ALWAYS_ENV, ReproduceOptions, Reproducer, Runner, needs_gpu, output_text,
-                                    record_reproduces, summary_sentence)
+                                    record_reproduces)
 from bot.pipeline.placement import FailureTouches, frames_of, read_checkout, suggest_test_file
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ class TriageOptions:
     pytorch_root: Path | None = None
     device: str = "auto"
     minimize_budget_s: float = 300
+    # A repro of this many code lines or fewer is already what a maintainer would write (issue 15's bar
+    # for a minimized transformer): minimizing it costs runs (on a GPU, cold ones of 15-25 s) and gains nothing.
+    minimize_above_lines: int = 8
     total_budget_s: float = 300  # the whole triage (bot/pipeline/budget.py splits it across the stages)
     run_timeout_s: float = 300
     minify_graph: bool = True
@@ -79,10 +83,6 @@ class TriageRun:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def code_line_count(source: str) -> int:
-    return sum(1 for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
-
-
 def read_input(path: Path) -> tuple[str, str | None]:
     """(issue text, script): a `.py` file is the repro itself; anything else is an issue's markdown."""
     text = path.read_text(encoding="utf-8", errors="replace")
@@ -105,8 +105,8 @@ class Triage:
         request = request_from_text(issue_text[:MAX_MARKDOWN_CHARS], source="local_file", reference=str(input_path))
         from_text = self.classifier.classify_text(issue_text)
         run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text, budget)
-        if run.script is not None and hasattr(self.runner, "prewarm"):
-            self.runner.prewarm()  # warm workers start while the cold diagnostic runs go on
+        if run.script is not None and self.test_device(run) == "cpu" and hasattr(self.runner, "prewarm"):
+            self.runner.prewarm()  # warm workers start while the cold diagnostic runs go on (GPU runs are all cold)
         self.timed(run, "extract", lambda r: f"{len(request.repro_scripts)} repro script(s) in the issue"
                    if issue_text else "the input is a script")
         self.timed(run, "classify", lambda r: f"from the text: {from_text.category} ({from_text.confidence:.2f})"
@@ -139,13 +139,29 @@ class Triage:
         deciding = next((r for r in run.reproduction.runs if record_reproduces(r)), None)
         if deciding is not None:
             run.frames = frames_of(self.classifier.final_error(deciding.output_tail))
+            self.check_reported_error(run, deciding)
         return run.reproduction.summary
+
+    def check_reported_error(self, run: TriageRun, deciding: RunRecord) -> None:
+        """A run that fails with another exception, of another category, than the one the report
+        shows did not reproduce the report: "not reproduced (fails_differently)", with both errors
+        named and the text's category as the verdict."""
+        text = run.text_classification
+        reason = text.is_pt2 and outcome.reported_error_absent(
+            text.exception_type, text.category, deciding.exception, deciding.classification.category,
+            run.request.environment.torch_version, self.machine.torch_version)
+        if reason:
+            self.mark_not_reproduced(run, reason)
+            run.classification = text
 
     def minimize(self, run: TriageRun) -> str:
         if not (run.reproduction and run.reproduction.reproduced and run.script):
             return "skipped: nothing reproduced to minimize"
         if not any(record_reproduces(r) for r in run.reproduction.runs):
             return "skipped: a silent failure (measured by a differential run); the minimizer shrinks failing runs"
+        if code_lines(run.script) <= self.options.minimize_above_lines:
+            return (f"skipped: the repro is {code_lines(run.script)} code lines already, what a maintainer would write "
+                    f"(at most {self.options.minimize_above_lines}; `pt2-triage minimize` shrinks it anyway)")
         budget_s = run.budget.minimize_budget(self.options.minimize_budget_s)
         if not budget_s:
             return run.budget.spent_note()
@@ -184,9 +200,9 @@ class Triage:
         if "minifier" not in category.artifacts:
             return f"skipped: {category.id} needs no FX-graph repro"
         timeout_s = run.budget.graph_minifier_timeout(run.reproducer.options.minifier_timeout_s)
-        lines = code_line_count(self.test_source(run) or "")
-        if run.minimized and lines < self.options.graph_repro_min_lines:
-            return f"skipped: the minimized repro is {lines} code lines, small enough without an FX-graph repro"
+        lines = code_lines(self.test_source(run) or "")
+        if lines < self.options.graph_repro_min_lines:
+            return f"skipped: the {'minimized ' if run.minimized else ''}repro is {lines} code lines, small enough without an FX-graph repro"
         if not timeout_s:
             return run.budget.spent_note()
         self.write(self.report(run))
@@ -204,8 +220,10 @@ class Triage:
         if not run.budget.has_room_for_runs():
             return run.budget.spent_note()
         budget = run.budget.ladder_timeout(min(self.options.run_timeout_s, 3 * target.record.duration_s + 60))
-        climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=self.options.jobs,
-                               gpu=self.test_device(run) == "cuda")
+        gpu = self.test_device(run) == "cuda"
+        # GPU runs are cold (no warm workers): the rungs run side by side, up to one per 4 cores.
+        jobs = max(self.options.jobs, (os.cpu_count() or 1) // 4) if gpu else self.options.jobs
+        climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=jobs, gpu=gpu)
         with ThreadPoolExecutor(1) as beside:  # a limitation's workaround is verified while the rungs run
             early = beside.submit(self.workaround_for, run, self.disposition_of(run))
             run.ladder = climber.climb(target)
@@ -231,15 +249,18 @@ class Triage:
         record = target.record
         reason = outcome.eager_shares_reason(record.exception, record.status, run.request.environment.torch_version,
                                              self.machine.torch_version)
+        self.mark_not_reproduced(run, reason)
+        run.classification = run.text_classification if run.text_classification.is_pt2 else \
+            replace(record.classification, category=self.classifier.ruleset.not_pt2, is_pt2=False,
+                    rule=f"ladder:{run.ladder.layer}")
+
+    def mark_not_reproduced(self, run: TriageRun, reason: outcome.Reason) -> None:
         reproduction = run.reproduction
         run.reproduction = replace(
             reproduction, status="not_reproduced", reproduced=False, runs_reproduced=0, category_changed=False, reason=reason.code,
             reason_text=reason.sentence, next_step=reason.next_step,
-            summary=summary_sentence("not_reproduced", None, 0, reproduction.runs_total, reproduction.device,
+            summary=outcome.summary_sentence("not_reproduced", None, 0, reproduction.runs_total, reproduction.device,
                                      self.machine.torch_version, reason.sentence))
-        run.classification = run.text_classification if run.text_classification.is_pt2 else \
-            replace(record.classification, category=self.classifier.ruleset.not_pt2, is_pt2=False,
-                    rule=f"ladder:{run.ladder.layer}")
 
     def ladder_target(self, run: TriageRun) -> Target | None:
         """The minimized repro (else the repro) and its failure; a run that failed with an error the
@@ -284,6 +305,8 @@ class Triage:
         source = self.test_source(run)
         if run.disposition and not run.disposition.wants_regression_test:
             return f"skipped: a {run.disposition.kind.replace('_', ' ')} gets no regression test ({run.disposition.rule})"
+        if run.reproduction and run.reproduction.reason == "fails_differently":
+            return "skipped: the script fails here with another error than the report's; a test would guard neither"
         if plan is None or source is None:
             return "skipped: " + ("no repro to turn into a test" if source is None else
                                   f"no regression test for {run.classification.category}")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from bot.core.ruleset import load_ruleset
 
 from bot.core.outcome import (blocking_reason, clean_run_reason, evidence_text, fixed_since, launcher_failed, missing_name, notebook_only, reason_from_exception,
-                         render_uncaught, silent_findings, with_obvious_import)
+                         render_uncaught, reported_error_absent, silent_findings, with_obvious_import)
 
 
 @dataclass
@@ -125,3 +125,18 @@ def test_notebook_only_repros():
     assert notebook_only("See my notebook: https://colab.research.google.com/drive/abc", None)
     assert notebook_only("", "%matplotlib inline\nimport torch\n")
     assert not notebook_only("", "import torch\n")
+
+
+def test_a_run_that_raises_another_error_than_the_report_shows_did_not_reproduce_it():
+    reason = reported_error_absent("RuntimeError", "aot_autograd_failure",
+                                   "torch._dynamo.exc.Unsupported: Failed to trace builtin operator", "graph_break",
+                                   "2.1.0", "2.13.0+cpu")
+    assert reason.code == "fails_differently"
+    assert "the report's RuntimeError (aot_autograd_failure) did not occur" in reason.sentence
+    assert "Unsupported: Failed to trace builtin operator (graph_break)" in reason.sentence and "2.1.0" in reason.sentence
+    # the same exception type, the same category, or a text that shows no complete exception: no verdict
+    assert reported_error_absent("torch._dynamo.exc.Unsupported", "graph_break", "torch._dynamo.exc.Unsupported: x",
+                                 "dynamo_internal_error", None, "2.13.0") is None
+    assert reported_error_absent("RuntimeError", "graph_break", "Unsupported: x", "graph_break", None, "2.13.0") is None
+    assert reported_error_absent("<traceback cut off>", "aot_autograd_failure", "Unsupported: x", "graph_break", None, "2.13") is None
+    assert reported_error_absent(None, "accuracy", "IndexError: x", "runtime_crash", None, "2.13.0") is None

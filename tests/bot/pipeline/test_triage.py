@@ -171,3 +171,59 @@ def test_a_failure_that_eager_shares_is_not_a_reproduction_and_the_text_keeps_th
     assert report["classification"]["is_pt2"] and report["regression_test"] is None
     comment = (out / "comment.md").read_text()
     assert "not reproduced here" in comment and "Not a PT2 failure" not in comment
+
+
+OTHER_ERROR_ISSUE = """# torch.compile crashes in backward with a KeyError in the partitioner
+
+```python
+import torch
+
+def f(x):
+    if x.sum() > 0:
+        return x.sin()
+    return x.cos()
+
+torch.compile(f, fullgraph=True)(torch.ones(3, requires_grad=True)).sum().backward()
+```
+
+```
+Traceback (most recent call last):
+  File "/home/u/repro.py", line 8, in <module>
+    torch.compile(f, fullgraph=True)(torch.ones(3, requires_grad=True)).sum().backward()
+  File "/usr/lib/python3.10/site-packages/torch/_functorch/partitioners.py", line 912, in min_cut_rematerialization_partition
+    node_info = classify_nodes(fw_module, bw_module)
+KeyError: 'tangents_1'
+```
+
+torch 2.1.0
+"""
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_with_another_error_than_the_report_shows_is_not_a_reproduction(tmp_path):
+    """The report shows AOTAutograd's KeyError; here Dynamo stops first (a graph break under
+    fullgraph=True). That is not the reported failure: not reproduced (fails_differently), both
+    errors named, the text's category leads, nothing minimized, no regression test."""
+    issue = tmp_path / "issue.md"
+    issue.write_text(OTHER_ERROR_ISSUE)
+    out = tmp_path / "out"
+    assert run_cli("triage", str(issue), "--out", str(out), "--budget", "20", "--no-minifier") == 0
+    report = json.loads((out / "report.json").read_text())
+    reproduction = report["reproduction"]
+    assert not reproduction["reproduced"] and reproduction["reason"] == "fails_differently", reproduction["summary"]
+    assert "KeyError (aot_autograd_failure) did not occur" in reproduction["reason_text"]
+    assert report["classification"]["category"] == "aot_autograd_failure" and report["regression_test"] is None
+    assert report["minimized"] is None
+    assert "not reproduced here" in (out / "comment.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_repro_already_as_small_as_a_maintainers_is_not_minimized(tmp_path, capsys):
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\n\n\ndef f(x):\n    print('hi')\n    return x + 1\n\n\n"
+                      "torch.compile(f, fullgraph=True)(torch.ones(2))\n")
+    out = tmp_path / "out"
+    assert run_cli("triage", str(script), "--out", str(out), "--no-minifier", "--no-ladder") == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["reproduction"]["reproduced"] and report["minimized"] is None
+    assert "skipped: the repro is 5 code lines already" in capsys.readouterr().err
