@@ -33,9 +33,14 @@ sys.path.insert(0, str(ROOT))
 
 from bot.pipeline.triage import STAGES  # noqa: E402
 
-SETS = {"examples": sorted((ROOT / "examples").glob("*.md")),
-        "realistic": sorted((ROOT / "benchmarks" / "realistic_issues").glob("*.md")),
-        "gpu": sorted((ROOT / "benchmarks" / "gpu_issues").glob("*.md"))}
+def issues_in(folder: Path) -> list[Path]:
+    """The issue texts of a set (its README.md describes the set and is not one)."""
+    return sorted(p for p in folder.glob("*.md") if p.name != "README.md")
+
+
+SETS = {"examples": issues_in(ROOT / "examples"),
+        "realistic": issues_in(ROOT / "benchmarks" / "realistic_issues"),
+        "gpu": issues_in(ROOT / "benchmarks" / "gpu_issues")}
 TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 45.0
 
 

@@ -155,16 +155,21 @@ torch 2.1.0
 '''
 
 
+def triage_issue_text(text: str, tmp_path) -> tuple[dict, object]:
+    """`pt2-triage triage` of an issue text (budget 20 s, no FX-graph minifier): the report and the out dir."""
+    issue = tmp_path / "issue.md"
+    issue.write_text(text)
+    out = tmp_path / "out"
+    assert run_cli("triage", str(issue), "--out", str(out), "--budget", "20", "--no-minifier") == 0
+    return json.loads((out / "report.json").read_text()), out
+
+
 @pytest.mark.slow
 def test_a_failure_that_eager_shares_is_not_a_reproduction_and_the_text_keeps_the_headline(tmp_path):
     """Today the compiled assert raises (`RuntimeError: assertion error`) where eager raises
     AssertionError: the reported bug (a missing assertion) is gone, and what fails is the script's
     own assert. Not reproduced, with that reason; the text's category leads; no regression test."""
-    issue = tmp_path / "issue.md"
-    issue.write_text(ASSERT_ISSUE)
-    out = tmp_path / "out"
-    assert run_cli("triage", str(issue), "--out", str(out), "--budget", "20", "--no-minifier") == 0
-    report = json.loads((out / "report.json").read_text())
+    report, out = triage_issue_text(ASSERT_ISSUE, tmp_path)
     reproduction = report["reproduction"]
     assert not reproduction["reproduced"] and reproduction["reason"] == "fails_without_compiler", reproduction["summary"]
     assert report["ladder"]["rungs"][0]["outcome"] == "fails"  # the compiler-off rung fails the same way
@@ -204,11 +209,7 @@ def test_a_run_that_fails_with_another_error_than_the_report_shows_is_not_a_repr
     """The report shows AOTAutograd's KeyError; here Dynamo stops first (a graph break under
     fullgraph=True). That is not the reported failure: not reproduced (fails_differently), both
     errors named, the text's category leads, nothing minimized, no regression test."""
-    issue = tmp_path / "issue.md"
-    issue.write_text(OTHER_ERROR_ISSUE)
-    out = tmp_path / "out"
-    assert run_cli("triage", str(issue), "--out", str(out), "--budget", "20", "--no-minifier") == 0
-    report = json.loads((out / "report.json").read_text())
+    report, out = triage_issue_text(OTHER_ERROR_ISSUE, tmp_path)
     reproduction = report["reproduction"]
     assert not reproduction["reproduced"] and reproduction["reason"] == "fails_differently", reproduction["summary"]
     assert "KeyError (aot_autograd_failure) did not occur" in reproduction["reason_text"]
