@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping
 
+from bot.core.signature import short_type
 from bot.core.tracebacks import CUT_OFF_TYPE
 
 MAX_RENDERED_FRAMES = 40
@@ -278,21 +279,16 @@ def reported_error_absent(shown_type: str | None, text_category: str, exception:
     they agree or the text shows no complete exception."""
     if not shown_type or shown_type == CUT_OFF_TYPE or not exception or run_category == text_category:
         return None
-    ran_type = exception.partition(":")[0].strip()
-    if _short(ran_type) == _short(shown_type):
+    if short_type(exception.partition(":")[0].strip()) == short_type(shown_type):
         return None
     what = exception.split("\n", 1)[0][:200]
-    sentence = (f"it fails here, but not the way the report shows: the report's {_short(shown_type)} ({text_category}) "
+    sentence = (f"it fails here, but not the way the report shows: the report's {short_type(shown_type)} ({text_category}) "
                 f"did not occur; the run raised {what} ({run_category})")
     if fixed_since(reporter_torch, runner_torch) and version_tuple(reporter_torch):
         sentence += f"; the report used torch {reporter_torch}, so the reported failure may be fixed since and this is another one"
     return Reason("fails_differently", sentence,
                   "Check whether the new error is the reported bug surfacing elsewhere; if it is a bug of its own, "
                   "file it separately (`@pt2-triage run` on the new issue).")
-
-
-def _short(type_name: str) -> str:
-    return type_name.rsplit(".", 1)[-1]
 
 
 def clean_run_reason(reporter_torch: str | None, runner_torch: str | None, reporter_gpu: bool, ran_on: str) -> Reason:

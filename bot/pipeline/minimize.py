@@ -123,8 +123,8 @@ class Minimizer:
         ladder = self.classifier.ruleset.ladder
         if not ladder_rules.switchable(ladder, script):
             return {}
-        envs = [{PROBE_ENV: json.dumps(dict(rung.probe), sort_keys=True)} for rung in ladder_rules.cheaper_rungs(ladder)
-                if original.category in ladder.layers[rung.layer].categories]  # a layer that can fail this way
+        envs = [{PROBE_ENV: json.dumps(dict(rung.probe), sort_keys=True)}
+                for rung in ladder_rules.cheaper_rungs(ladder, original.category)]
         with ThreadPoolExecutor(max(1, self.parallelism)) as pool:
             fails = list(pool.map(lambda env: self.fails_same(original, script, env), envs))
         return next((env for env, failed in zip(envs, fails) if failed), {})

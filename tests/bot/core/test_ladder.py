@@ -102,3 +102,9 @@ def test_no_side_switch_runs_when_the_code_fails_without_the_compiler_and_the_re
     assert ladder.switch_probe(RUNG["no_fullgraph"], RUNG["no_compiler"], TABLE, "graph_break") is None
     assert ladder.switch_probe(RUNG["no_fullgraph"], None, TABLE, "graph_break") == {"fullgraph": False}
     assert ladder.switch_probe(RUNG["no_fullgraph"], None, TABLE, "accuracy") == {"fullgraph": False, "compare": True}
+
+
+def test_the_cheaper_rungs_a_failure_may_show_on_are_those_whose_layer_can_fail_that_way():
+    assert [r.id for r in ladder.cheaper_rungs(TABLE, "graph_break")] == ["eager"]
+    assert [r.id for r in ladder.cheaper_rungs(TABLE, "aot_autograd_failure")] == ["aot_eager", "aot_eager_decomp_partition"]
+    assert ladder.cheaper_rungs(TABLE, "triton_kernel_bug") == ()
