@@ -265,6 +265,8 @@ def counters():
         "stats": dict(utils.counters.get("stats", {})),
         "graph_breaks": sum(utils.counters.get("graph_break", {}).values()),
         "graph_break_reasons": [str(reason).split("\n", 1)[0][:200] for reason in list(utils.counters.get("graph_break", {}))[:5]],
+        "graph_break_counts": [[str(reason).split("\n", 1)[0][:200], int(count)]
+                               for reason, count in list(utils.counters.get("graph_break", {}).items())[:50]],
         "recompiles": {name: len(reasons) for name, reasons in failures.items()},
         "guard_failures": failures,
         "recompile_limit": getattr(config, "recompile_limit", getattr(config, "cache_size_limit", None)),

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from bot.core.tables import JUDGES, require
+from bot.core.tables import JUDGES, RulesError, require
 
 # What a rung's run showed, compared with the repro's own failure.
 FAILS = "fails"  # fails the way the repro failed (same category, or same exception type)
@@ -52,6 +52,7 @@ class LadderTable:
     layers: Mapping[str, Layer]
     requires_code: str
     judges: Mapping[str, str]  # category -> the probe judge that tells a rung's silent failure
+    same_refusal: tuple[tuple[re.Pattern, re.Pattern], ...] = ()  # (eager, compiled) wordings of one error
 
     @property
     def compiler_off(self) -> Rung:
@@ -110,7 +111,16 @@ def parse_ladder(doc: Any, categories: Mapping, where: str) -> LadderTable:
     for category, judge in judges.items():
         require(category in categories and judge in JUDGES, f"{where}: judges.{category}", f"unknown category or judge {judge!r}")
     re.compile(doc["requires_code"])
-    return LadderTable(rungs, switches, layers, doc["requires_code"], judges)
+    same_refusal = tuple(_refusal(raw, f"{where}: same_refusal[{i}]") for i, raw in enumerate(doc.get("same_refusal") or ()))
+    return LadderTable(rungs, switches, layers, doc["requires_code"], judges, same_refusal)
+
+
+def _refusal(raw: Any, where: str) -> tuple[re.Pattern, re.Pattern]:
+    require(isinstance(raw, dict) and {"eager", "compiled"} <= set(raw), where, "needs eager and compiled")
+    try:
+        return re.compile(raw["eager"]), re.compile(raw["compiled"])
+    except (re.error, TypeError) as exc:
+        raise RulesError(f"{where}: not a valid regex: {exc}") from None
 
 
 def _rung(raw: Any, where: str, switch: bool = False) -> Rung:
@@ -219,8 +229,9 @@ def probe_for(rung: Rung, table: LadderTable, category: str) -> dict[str, Any]:
 
 # --- judging one rung ---------------------------------------------------------------------------
 
-def rung_outcome(rung: Rung, target: Observed, seen: Observed) -> str:
-    """How `seen` (the run at `rung`) compares with `target` (the repro's own failing run)."""
+def rung_outcome(rung: Rung, target: Observed, seen: Observed, same_refusal: tuple = ()) -> str:
+    """How `seen` (the run at `rung`) compares with `target` (the repro's own failing run);
+    `same_refusal` is the table's pairs of wordings of one error, eager's and the compiled code's."""
     if seen.status in ("timeout", "limit"):
         return seen.status
     if seen.silent_differs is not None and not seen.failed:
@@ -228,7 +239,7 @@ def rung_outcome(rung: Rung, target: Observed, seen: Observed) -> str:
     if not seen.failed:
         return PASSES
     if rung.probe.get("compiler") == "off":
-        return FAILS if _eager_shares(target, seen) else FAILS_DIFFERENTLY
+        return FAILS if _eager_shares(target, seen, same_refusal) else FAILS_DIFFERENTLY
     if seen.category == target.category or _type(seen.exception) == _type(target.exception):
         return FAILS
     return FAILS_DIFFERENTLY
@@ -246,12 +257,16 @@ def _type(exception: str | None) -> str | None:
 COMPILED_ASSERT = re.compile(r"^(?:builtins\.)?RuntimeError: assertion error\b")
 
 
-def _eager_shares(target: Observed, seen: Observed) -> bool:
+def _eager_shares(target: Observed, seen: Observed, same_refusal: tuple = ()) -> bool:
     """Without the compiler, the run fails with the same error: the same type, the eager
     message inside the compiled one (Dynamo wraps an eager error it meets while tracing:
     `TorchRuntimeError: Dynamo failed to run FX node ... mat1 and mat2 shapes cannot be multiplied`),
-    or an `assert` that the compiled code raises as `RuntimeError: assertion error`."""
+    an `assert` that the compiled code raises as `RuntimeError: assertion error`, or a pair of
+    the table's `same_refusal` wordings."""
     if _type(seen.exception) == _type(target.exception) or seen.category == target.category:
+        return True
+    if any(eager.search(seen.exception or "") and compiled.search(target.exception or "")
+           for eager, compiled in same_refusal):
         return True
     if _type(seen.exception) == "AssertionError" and COMPILED_ASSERT.match(target.exception or ""):
         return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from bot.core.signature import short_type
 from bot.core.tracebacks import CUT_OFF_TYPE
@@ -146,14 +146,27 @@ def _graph_breaks(probe: Mapping, rule: Mapping) -> SilentFinding | None:
     counters = probe.get("counters")
     if not counters:
         return None
-    count = int(counters.get("graph_breaks") or 0)
-    reasons = [r for r in counters.get("graph_break_reasons") or [] if isinstance(r, str)]
-    numbers = {"graph_breaks": count}
+    count, reasons, deliberate = _counted_breaks(counters, rule.get("deliberate", ()))
+    numbers = {"graph_breaks": count, "deliberate_graph_breaks": deliberate}
     if count < rule["min_graph_breaks"]:
-        return SilentFinding("graph_breaks", False, "no graph break", numbers)
+        asked = f" ({deliberate} the script asks for: graph_break() or a disabled function)" if deliberate else ""
+        return SilentFinding("graph_breaks", False, "no graph break" + asked, numbers)
     listed = "; ".join(f"`{r}`" for r in reasons[:3])
     return SilentFinding("graph_breaks", True, f"{count} graph break(s) counted by Dynamo" + (f": {listed}" if listed else ""),
                          numbers)
+
+
+def _counted_breaks(counters: Mapping, deliberate: Sequence[str]) -> tuple[int, list[str], int]:
+    """(breaks that count, their reasons, breaks the script asked for). A reason matching a
+    `deliberate` pattern (an explicit `torch._dynamo.graph_break()`, a `torch.compiler.disable`d
+    function) is what the user wrote, not a failure to trace."""
+    per_reason = [(str(r), int(n)) for r, n in counters.get("graph_break_counts") or [] if isinstance(r, str)]
+    if not per_reason:  # a probe that counts only the total
+        reasons = [r for r in counters.get("graph_break_reasons") or [] if isinstance(r, str)]
+        return int(counters.get("graph_breaks") or 0), reasons, 0
+    asked = [any(re.search(p, reason) for p in deliberate) for reason, _ in per_reason]
+    kept = [(reason, n) for (reason, n), is_asked in zip(per_reason, asked) if not is_asked]
+    return sum(n for _, n in kept), [r for r, _ in kept], sum(n for (_, n), a in zip(per_reason, asked) if a)
 
 
 JUDGES = {"compare": _accuracy, "timing": _performance, "recompiles": _recompilation, "graph_breaks": _graph_breaks}

@@ -186,14 +186,20 @@ def parse_reproduction(doc: Any, categories: Mapping, where: str) -> Mapping:
         if category.differential:
             require(category.differential.judge in JUDGES, f"{where}: {category.id}",
                     f"differential judge must be one of {', '.join(JUDGES)}")
+    for index, pattern in enumerate(doc["silent"]["graph_breaks"].get("deliberate", ())):
+        _require_regex(pattern, f"{where}: silent.graph_breaks.deliberate[{index}]")
     for index, rule in enumerate(doc["not_reproduced"]):
         label = f"{where}: not_reproduced[{index}]"
         require(isinstance(rule, dict) and {"reason", "exception", "message", "sentence"} <= set(rule), label,
                 "needs reason, exception, message and sentence")
-        try:
-            compiled = re.compile(rule["message"])
-        except re.error as exc:
-            raise RulesError(f"{label}: `message` is not a valid regex: {exc}") from None
+        compiled = _require_regex(rule["message"], f"{label}: `message`")
         require(not rule.get("blocks") or "name" in compiled.groupindex, label,
                 "a `blocks` rule must capture the missing `name` (checked against the script)")
     return doc
+
+
+def _require_regex(pattern: Any, label: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except (re.error, TypeError) as exc:
+        raise RulesError(f"{label} is not a valid regex: {exc}") from None

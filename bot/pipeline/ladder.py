@@ -127,7 +127,7 @@ class LadderRunner:
         seen = ladder_rules.Observed(result.status, outcome.launcher_failed(result), classification.category,
                                      exception, self._silent_differs(result, target.category))
         title = rung.title if probe.get("backend") == rung.backend else f'{rung.title} on backend="{probe["backend"]}"'
-        return ladder_rules.RungResult(rung.id, title, ladder_rules.rung_outcome(rung, goal, seen),
+        return ladder_rules.RungResult(rung.id, title, ladder_rules.rung_outcome(rung, goal, seen, self.table.same_refusal),
                                        classification.category if seen.failed else None, exception,
                                        round(result.duration_s, 2))
 

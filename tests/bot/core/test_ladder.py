@@ -60,6 +60,17 @@ def test_eager_shares_an_error_that_dynamo_wrapped_while_tracing():
     assert ladder.rung_outcome(RUNG["no_compiler"], compiled, unrelated) == FAILS_DIFFERENTLY
 
 
+def test_the_same_refusal_worded_by_eager_and_by_the_compiled_code_is_shared():
+    # torch 2.13 on the repro of pytorch#121251: Inductor's bounds check where eager raises IndexError
+    compiled = Observed("error", True, "runtime_crash",
+                        "RuntimeError: kernel, /tmp/c5.main.cpp:16, index out of bounds: tmp1 < 2L")
+    eager = Observed("error", True, "not_pt2", "IndexError: index out of range in self")
+    assert ladder.rung_outcome(RUNG["no_compiler"], compiled, eager, TABLE.same_refusal) == FAILS
+    assert ladder.rung_outcome(RUNG["no_compiler"], compiled, eager) == FAILS_DIFFERENTLY  # without the table
+    unrelated = Observed("error", True, "not_pt2", "ValueError: expected a float")
+    assert ladder.rung_outcome(RUNG["no_compiler"], compiled, unrelated, TABLE.same_refusal) == FAILS_DIFFERENTLY
+
+
 def test_a_silent_failure_is_judged_by_its_comparison():
     goal = Observed("ok", False, "accuracy")
     assert ladder.rung_outcome(RUNG["aot_eager"], goal, Observed("ok", False, silent_differs=True)) == FAILS

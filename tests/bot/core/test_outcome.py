@@ -74,6 +74,18 @@ def test_recompiles_up_to_the_limit_or_on_every_call():
     assert not silent_findings(calm, (("recompilation", "recompiles"),), RULES)[0].reproduced
 
 
+def test_graph_breaks_the_script_asks_for_are_not_a_reproduction():
+    # Dynamo's counters on the repro of pytorch#166176 (an explicit graph_break() and a disabled function)
+    asked = {"counters": {"graph_breaks": 2, "graph_break_counts": [
+        ["Call to `torch._dynamo.graph_break()`", 1], ["Skip calling `torch.compiler.disable()`d function", 1]]}}
+    (finding,) = silent_findings(asked, (("graph_break", "graph_breaks"),), RULES)
+    assert not finding.reproduced and finding.numbers["deliberate_graph_breaks"] == 2
+    untraceable = {"counters": {"graph_breaks": 3, "graph_break_counts": [
+        ["Call to `torch._dynamo.graph_break()`", 1], ["Data-dependent branching", 2]]}}
+    (finding,) = silent_findings(untraceable, (("graph_break", "graph_breaks"),), RULES)
+    assert finding.reproduced and finding.numbers["graph_breaks"] == 2 and "Data-dependent branching" in finding.summary
+
+
 def test_why_it_did_not_reproduce_from_the_exception():
     package = reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'transformers'"}, RULES)
     assert package.code == "needs_package" and "`transformers`" in package.sentence

@@ -218,6 +218,52 @@ def test_a_run_that_fails_with_another_error_than_the_report_shows_is_not_a_repr
     assert "not reproduced here" in (out / "comment.md").read_text()
 
 
+# pytorch/pytorch#166176 as filed (its traceback cut off): on torch 2.13 the script runs clean
+RESUME_KEYERROR_ISSUE = """# [dynamo] another 3.11 resume codegen KeyError
+
+```python
+import torch
+
+@torch._dynamo.disable()
+def gn(a):
+    return a + 1
+
+flag2 = True
+
+def fn(x):
+    y = None
+    torch._dynamo.graph_break()
+    with torch.no_grad():
+        if flag2:
+            with torch.no_grad():
+                y = gn(x)
+    return y
+
+opt_m = torch.compile(fn, backend="eager")
+opt_m(torch.ones(3))
+```
+
+gives error
+
+```
+...
+  File "/data/users/w/pytorch4/torch/_dynamo/resume_execution.py", line 307, in lookup
+    cls.cache[code][key] = cls.generate(code, lineno, *key)
+```
+"""
+
+
+@pytest.mark.slow
+def test_graph_breaks_the_script_asks_for_do_not_reproduce_a_dynamo_error(tmp_path):
+    """The script breaks the graph on purpose (`graph_break()`, a `torch._dynamo.disable`d call);
+    the run passes. Dynamo's graph-break counter sees those two breaks, which are not a failure:
+    not reproduced, and the report says so."""
+    report, _ = triage_issue_text(RESUME_KEYERROR_ISSUE, tmp_path)
+    reproduction = report["reproduction"]
+    assert not reproduction["reproduced"] and reproduction["status"] == "not_reproduced", reproduction["summary"]
+    assert report["classification"]["category"] == "dynamo_internal_error"
+
+
 @pytest.mark.slow
 def test_a_repro_already_as_small_as_a_maintainers_is_not_minimized(tmp_path, capsys):
     script = tmp_path / "repro.py"
