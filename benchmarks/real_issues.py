@@ -91,6 +91,13 @@ def ran_a_failure(row: dict) -> bool:
     return row["outcome"] != "not reproduced" or row["detail"] not in CLEAN_RUN_REASONS
 
 
+def silent_summary(report: dict) -> list[dict]:
+    """The differential measurements of the triage (accuracy, timing, recompiles, graph breaks):
+    what "reproduced" or "no longer differs" rests on for a silent report."""
+    return [{"kind": check["kind"], "reproduced": check["reproduced"], "summary": check["summary"]}
+            for check in (report.get("reproduction") or {}).get("silent") or ()]
+
+
 def ladder_summary(report: dict) -> dict:
     """The ladder's owner and rows, the disposition, and what the two stages cost beside the rest."""
     ladder = report.get("ladder") or {}
@@ -109,13 +116,16 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="every split")
     parser.add_argument("--budget", type=float, default=60, help="seconds for minimizing, per case")
     parser.add_argument("--limit", type=int, help="only the first N cases (by URL)")
+    parser.add_argument("--labels", nargs="+", metavar="CATEGORY",
+                        help="only cases with these hand labels (e.g. the silent ones: accuracy performance recompilation)")
     parser.add_argument("--json", type=Path, help="write every case's outcome and stage times here")
     parser.add_argument("--rerun", type=Path, metavar="JSON",
                         help="an earlier --json: run again only its cases in which some run failed (reproduced, not PT2, "
                              "or not reproduced for a reason read from a failing run) and keep its rows for the rest "
                              "(a change to how failures are judged cannot move a case whose runs all passed)")
     args = parser.parse_args()
-    cases = load_cases(["train", "dev", "test"] if args.all else args.split)[:args.limit]
+    cases = load_cases(["train", "dev", "test"] if args.all else args.split)
+    cases = [case for case in cases if not args.labels or case["category"] in args.labels][:args.limit]
     kept: dict[str, dict] = {}
     if args.rerun:
         earlier = {row["url"]: row for row in json.loads(args.rerun.read_text(encoding="utf-8"))}
@@ -129,7 +139,8 @@ def main() -> None:
         stages = (result.get("report") or {}).get("stage_seconds") or {}
         rows.append({"url": case["url"], "split": case["split"], "label": case["category"], "outcome": outcome,
                      "detail": detail, "wall_s": round(result["wall_s"], 1), "stages": stages,
-                     "reporter_torch": case.get("torch_version"), **ladder_summary(result.get("report") or {})})
+                     "reporter_torch": case.get("torch_version"), "silent": silent_summary(result.get("report") or {}),
+                     **ladder_summary(result.get("report") or {})})
         print(f"[{index}/{len(cases)}] {outcome:28s} {result['wall_s']:6.1f}s  {case['url']}  {detail[:100]}", flush=True)
     rows = sorted(rows + [row for row in kept.values()], key=lambda row: row["url"])
     report(rows)
@@ -162,6 +173,18 @@ def report(rows: list[dict]) -> None:
     walls = [r["wall_s"] for r in rows]
     print(f"| whole triage | {statistics.median(walls):.1f} | {max(walls):.1f} |")
     report_ladder(rows)
+    report_silent(rows)
+
+
+def report_silent(rows: list[dict]) -> None:
+    """Each silent measurement: a reproduction of a silent report, or the numbers that show it no longer differs."""
+    measured = [r for r in rows if r.get("silent")]
+    if not measured:
+        return
+    print("\n| issue | label | outcome | measured |\n| --- | --- | --- | --- |")
+    for row in measured:
+        checks = "; ".join(f"{c['kind']}: {c['summary']}" for c in row["silent"])
+        print(f"| {row['url']} | {row['label']} | {row['outcome']} ({row['detail'][:40]}) | {checks} |")
 
 
 def report_ladder(rows: list[dict]) -> None:

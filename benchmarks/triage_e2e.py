@@ -59,7 +59,10 @@ def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float
             "wall_s": round(wall, 1), "overrun": round(max(0.0, wall / total - 1), 3),
             "category": report["classification"]["category"], "stages": report["stage_seconds"],
             "lines": f"{report['minimized']['lines_before']}→{report['minimized']['lines_after']}" if report["minimized"] else "-",
-            "test": (report["regression_test"] or {}).get("verification", "-")}
+            "test": (report["regression_test"] or {}).get("verification", "-"),
+            "minimize_passes": {name: (runs, (report["minimized"].get("seconds_by_pass") or {}).get(name, 0.0))
+                                for name, runs in (report["minimized"].get("runs_by_pass") or {}).items()}
+            if report["minimized"] else {}}
 
 
 def print_table(rows: list[dict]) -> None:
@@ -69,6 +72,9 @@ def print_table(rows: list[dict]) -> None:
     for row in rows:
         stages = "".join(f"{row['stages'].get(s, 0):>10.1f}" for s in STAGES)
         print(f"{row['example']:<26}{row['mode']:<6}{row['category']:<25}{stages}{row['wall_s']:>9.1f}  {row['lines']:<8}{row['test']}")
+        if row.get("minimize_passes"):  # where minimize's time went: runs and seconds per reducer pass
+            print(" " * 32 + "minimize: " + ", ".join(f"{name} {runs} runs {seconds:.0f} s"
+                                                      for name, (runs, seconds) in row["minimize_passes"].items() if runs))
 
 
 def print_summary(rows: list[dict]) -> None:

@@ -113,6 +113,8 @@ class MinimizedRepro:
     runs: int
     wall_s: float
     stop_reason: str
+    runs_by_pass: dict[str, int] = field(default_factory=dict)  # where the runs went (statement, inline, ...)
+    seconds_by_pass: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

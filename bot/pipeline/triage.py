@@ -176,7 +176,8 @@ class Triage:
         run.minimized = MinimizedRepro(
             source=result.source, signature_preserved=result.final.signature == result.original.signature,
             lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
-            tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason)
+            tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason,
+            runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds))
         return f"{stats.lines_before} → {stats.lines_after} lines in {stats.runs} runs ({stats.stop_reason})"
 
     def suggest(self, run: TriageRun) -> str:

@@ -32,6 +32,8 @@ class ReduceStats:
     wall_s: float = 0.0
     stop_reason: str = ""
     passes: dict[str, int] = field(default_factory=dict)  # accepted edits per pass
+    pass_runs: dict[str, int] = field(default_factory=dict)  # predicate calls per pass (where the runs go)
+    pass_seconds: dict[str, float] = field(default_factory=dict)  # wall time per pass
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

@@ -62,7 +62,7 @@ class Reducer:
                 self.stats.rounds += 1
                 progressed = False
                 for make_edits in PASSES:
-                    tree, best, changed = self._run_pass(make_edits, tree, best)
+                    tree, best, changed = self._timed_pass(make_edits, tree, best)
                     progressed |= changed
                     if self._out_of_budget():
                         break
@@ -72,6 +72,15 @@ class Reducer:
                 if not progressed:
                     break
         return self._finish(self._confirm(best, source), started, reason)
+
+    def _timed_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
+        """_run_pass, with its runs and wall time added to the statistics under the pass's name."""
+        name = make_edits.__name__.removesuffix("_edits")
+        runs, started = self.stats.runs, time.monotonic()
+        result = self._run_pass(make_edits, tree, best)
+        self.stats.pass_runs[name] = self.stats.pass_runs.get(name, 0) + self.stats.runs - runs
+        self.stats.pass_seconds[name] = round(self.stats.pass_seconds.get(name, 0.0) + time.monotonic() - started, 2)
+        return result
 
     def _run_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
         """Apply edits of one pass greedily. After an accepted edit the edits are regenerated from

@@ -44,6 +44,9 @@ def test_reduces_to_what_the_predicate_needs():
     assert result.stats.tokens_after < result.stats.tokens_before / 5
     assert result.stats.stop_reason.startswith("fixpoint")
     ast.parse(result.source)
+    # where the predicate calls went, per pass, adds up to the whole search (the final re-check aside)
+    assert sum(result.stats.pass_runs.values()) == result.stats.runs - 2 and result.stats.pass_runs["statement"] > 0
+    assert set(result.stats.pass_seconds) == set(result.stats.pass_runs)
 
 
 def test_shrinks_tensor_shapes_and_loop_counts():
