@@ -29,7 +29,8 @@ from runners.sandbox import RunResult, RunSpec
 from bot.core import ladder as ladder_rules
 from bot.core.classify import Classifier
 from bot.core.records import Classification
-from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces
+from bot.core.outcome import launcher_failed
+from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces, uncaught_exception
 from bot.core.signature import short_type
 
 log = logging.getLogger(__name__)
@@ -89,8 +90,10 @@ def same_failure(target: Classification, candidate: Classification, run_status: 
 
 class Minimizer:
     def __init__(self, classifier: Classifier, runner: Runner, *, budget_s: float = 600, timeout_s: float = 120,
-                 parallelism: int = 1, gpu: bool = False):
+                 parallelism: int = 1, gpu: bool = False, stop_when_eager_shares: bool = False):
         self.gpu = gpu  # candidates see the GPU (a CUDA repro)
+        # the triage's choice: a failure eager shares is the code's own, with nothing of the compiler's to shrink
+        self.stop_when_eager_shares = stop_when_eager_shares
         self.classifier = classifier
         self.runner = runner
         self.budget_s = budget_s
@@ -143,12 +146,22 @@ class Minimizer:
         _, run = self.classify_run(script, COMPILER_OFF_ENV)
         return run.status == "ok"
 
-    def needs_compiler_off_check(self, original: Classification, script: str) -> bool:
+    def needs_compiler_off_check(self, original: Classification, script: str, result: RunResult | None = None) -> bool:
         """Whether candidates must also run clean with the compiler off: whenever the original does
         (one run here, and one per candidate that already fails the same way). When the original
-        fails without the compiler too, the check cannot tell candidates apart."""
-        if self.runs_clean_without_compiler(script):
+        fails without the compiler too, the check cannot tell candidates apart; when it fails the
+        same way (the ladder's judgement, given the original's `result`) and the caller asked, there
+        is nothing to minimize: NotReproducible."""
+        classification, off = self.classify_run(script, COMPILER_OFF_ENV)
+        if off.status == "ok":
             return True
+        if self.stop_when_eager_shares and result is not None:
+            table = self.classifier.ruleset.ladder
+            target = ladder_rules.Observed(result.status, True, original.category, uncaught_exception(result))
+            seen = ladder_rules.Observed(off.status, launcher_failed(off), classification.category, uncaught_exception(off))
+            if ladder_rules.rung_outcome(table.compiler_off, target, seen, table.same_refusal) == ladder_rules.FAILS:
+                raise NotReproducible(f"it fails the same way with the compiler off ({seen.exception or off.status}): "
+                                      "the code's own failure, with nothing of the compiler's to minimize")
         log.warning("the script fails with the compiler off too; not checking candidates that way")
         return False
 
@@ -162,7 +175,7 @@ class Minimizer:
             if not reproduces(original, result.status):
                 raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
             log.info("minimizing a %s failure: %s", original.category, original.signature)
-            check_compiler_off = self.needs_compiler_off_check(original, script)
+            check_compiler_off = self.needs_compiler_off_check(original, script, result)
             self.backend_env = self.cheapest_backend_env(original, script)
 
             def interesting(candidate: str) -> bool:

@@ -167,7 +167,7 @@ class Triage:
             return run.budget.spent_note()
         minimizer = Minimizer(self.classifier, self.runner, budget_s=budget_s,
                               timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs,
-                              gpu=self.test_device(run) == "cuda")
+                              gpu=self.test_device(run) == "cuda", stop_when_eager_shares=True)
         try:
             result = minimizer.minimize(run.script)
         except NotReproducible as exc:

@@ -81,6 +81,17 @@ def test_a_failure_that_eager_shares_is_not_checked_with_the_compiler_off(classi
 
 
 @pytest.mark.slow
+def test_the_triage_does_not_minimize_a_failure_that_eager_shares(classifier, pool):
+    """pytorch#121251 on torch 2.13: the compiled index_select raises Inductor's bounds check where
+    eager raises IndexError, the same refusal (ladder.yaml same_refusal). The triage's minimizer
+    stops there: shrinking the code's own error would be time spent for no compiler bug."""
+    script = ("import torch\n\n\ndef f(x):\n    return torch.index_select(x, 0, torch.tensor([2]))\n\n\n"
+              "print(torch.compile(f)(torch.randn(2, 2)))\n")
+    with pytest.raises(NotReproducible, match="fails the same way with the compiler off"):
+        Minimizer(classifier, pool.run, stop_when_eager_shares=True).minimize(script)
+
+
+@pytest.mark.slow
 def test_a_fullgraph_repro_runs_clean_with_the_compiler_off(classifier, pool):
     """The compiler goes off the ladder's way (set_stance("force_eager")): with Dynamo merely
     disabled, torch.compile(fullgraph=True) raises "found no compiled frames", and a graph break
