@@ -5,6 +5,8 @@ Generic mechanism: it knows Python syntax, nothing about PT2. The caller supplie
 signature"). Every candidate is produced by editing the syntax tree and unparsing it, so every
 candidate parses. Passes run coarse to fine and repeat until none makes progress:
 
+  dead         delete what nothing reads (unread imports, definitions, fields, `self.` attributes) in
+               one candidate, then two narrower ones
   statements   delete runs of statements in every block (hierarchical delta debugging)
   unwrap       replace if/for/while/with/try by their bodies
   instances    instantiate another class of the module, or a layer the class builds in __init__,
@@ -26,7 +28,7 @@ Candidates are cached by their text; a batch of candidates is tested in parallel
 `parallelism > 1` (the predicate should then be thread-safe, e.g. one subprocess per call).
 
 The package, by concern: `base` (types, statistics, the size measure), `checks` (candidates that fail
-for sure), `paths` (addressing nodes), `structural` and `rewrites` (the passes), `driver` (the search).
+for sure), `paths` (addressing nodes), `dead`, `structural` and `rewrites` (the passes), `driver` (the search).
 """
 from __future__ import annotations
 

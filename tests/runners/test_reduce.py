@@ -243,3 +243,54 @@ def test_every_result_parses_and_satisfies_the_predicate(program, needle):
     ast.parse(result.source)
     assert predicate(result.source) or not predicate(program)
     assert count_tokens(result.source) <= count_tokens(program)
+
+
+DEAD = '''
+import math
+import torch
+import torch.nn as nn
+from collections import OrderedDict, deque
+
+
+class Config:
+    width: int = 8
+    depth: int = 3
+
+
+class Unused(nn.Module):
+    pass
+
+
+class Model(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.proj = nn.Linear(cfg.width, cfg.width)
+        self.head = nn.Linear(cfg.width, 2)
+
+    def forward(self, x):
+        return self.proj(deque([x])[0])
+
+
+print(Model(Config())(torch.randn(1, 8)))
+'''
+
+
+def test_dead_code_goes_in_one_run():
+    """Unread imports, an unused class, an unread field and an unread submodule: one candidate."""
+    calls = []
+
+    def holds(source: str) -> bool:
+        calls.append(source)
+        return "self.proj" in source and "deque" in source and "randn" in source
+
+    from runners.reduce.dead import dead_code_edits
+    tree = ast.parse(DEAD)
+    name, edit = next(dead_code_edits(tree))
+    assert name == "dead" and edit(tree)
+    after = ast.unparse(tree)
+    for gone in ("import math", "OrderedDict", "class Unused", "depth", "self.head"):
+        assert gone not in after, gone
+    for kept in ("import torch", "torch.nn as nn", "deque", "width", "self.proj"):
+        assert kept in after, kept
+    result = reduce_source(DEAD, holds)
+    assert result.stats.passes.get("dead") and "self.head" not in result.source
