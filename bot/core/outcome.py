@@ -101,6 +101,12 @@ def _accuracy(probe: Mapping, rule: Mapping) -> SilentFinding | None:
                    f"max abs error {numbers['max_abs']:.3g}, max rel error {numbers['max_rel']:.3g} "
                    f"(tolerance {rule['tolerance']:g})")
         return SilentFinding("compare", True, summary, numbers)
+    rescued = [c for c in compared if c.get("within_tolerance") is False]
+    if rescued:  # torch's accuracy check: a result as close as eager's to float64 is not a compiler error
+        worst = max(rescued, key=lambda c: c.get("max_abs", 0.0))
+        return SilentFinding("compare", False, f"compiled differs from eager on {len(rescued)} of {len(compared)} calls "
+                             f"(max abs difference {worst.get('max_abs', 0.0):.3g}) but is as close as eager to an "
+                             "fp64 reference: within torch's accuracy check, so not counted as a compiler error", numbers)
     return SilentFinding("compare", False, f"compiled matches eager on all {len(compared)} calls "
                          f"(max abs difference {numbers['max_abs']:.3g})", numbers)
 

@@ -178,3 +178,63 @@ def test_torch_minifier_produces_a_repro_that_still_fails(classifier, machine, t
     assert minifier.launcher_found and minifier.repro_source, minifier.note
     assert minifier.verified and minifier.signature.startswith("backend_compiler_failed|")
     assert (tmp_path / "artifacts" / "minifier" / "repro.py").is_file()
+
+
+# pytorch/pytorch#139789's repro as filed (it prints; nothing asserts): on torch 2.13 the compiled
+# function still reuses the graph compiled for non-aliased inputs and returns [3, 3, 3, 3]
+ALIASED_INPUTS = '''import torch
+
+
+def f(x, y):
+    x.mul_(2)
+    return x + y
+
+
+f_compiled = torch.compile(f, backend="aot_eager")
+out1 = f_compiled(torch.ones(4), torch.ones(4))
+base = torch.ones(8)
+out2 = f_compiled(base[:4], base[2:6])
+print(out2)
+'''
+
+# pytorch/pytorch#183605's repro: eager gives NaN (1e-9 underflows in fp16), Inductor computes in
+# fp32 and gives 0, which is what float64 gives too
+FP16_NAN = '''import torch
+
+
+def fn(x):
+    var = x.var(dim=-1, keepdim=True)
+    return x * torch.rsqrt(var + 1e-9)
+
+
+print(torch.compile(fn)(torch.full((3, 5), 1e-10, dtype=torch.float16)))
+'''
+
+WRONG_RESULTS_ISSUE = "# torch.compile returns different results than eager\n\nThe outputs of the compiled function are wrong.\n"
+
+
+@pytest.mark.slow
+def test_a_printing_script_reproduces_accuracy_when_the_inputs_alias(reproducer):
+    """Casting to float64 would copy the two views of `base` apart and make a reference that agrees
+    with the wrong result; with aliased inputs eager itself is the reference."""
+    reproduction = reproducer().reproduce(ALIASED_INPUTS, issue_text=WRONG_RESULTS_ISSUE + ALIASED_INPUTS)
+    (check,) = [c for c in reproduction.silent if c.kind == "accuracy"]
+    assert reproduction.reproduced and check.reproduced, check.summary
+    assert check.numbers["max_abs"] == 1.0 and "differ on 1 of 2 calls" in check.summary
+
+
+@pytest.mark.slow
+def test_a_result_as_close_to_float64_as_eager_is_not_an_accuracy_failure_but_is_shown(reproducer):
+    reproduction = reproducer().reproduce(FP16_NAN, issue_text=WRONG_RESULTS_ISSUE + FP16_NAN)
+    (check,) = [c for c in reproduction.silent if c.kind == "accuracy"]
+    assert not reproduction.reproduced and not check.reproduced
+    assert "differs from eager on 1 of 1 calls (max abs difference inf) but is as close as eager" in check.summary
+
+
+def test_nan_where_both_are_nan_is_no_difference():
+    import torch
+    from runners._torch_probe import _differences
+
+    nan, inf = float("nan"), float("inf")
+    assert _differences(torch.tensor([nan, inf, 1.0]), torch.tensor([nan, inf, 1.5])) == (0.5, 0.5)
+    assert _differences(torch.tensor([nan, 1.0]), torch.tensor([0.0, 1.0]))[0] == inf  # NaN against a number
