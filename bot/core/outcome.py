@@ -276,10 +276,15 @@ def outside_pt2_reason(exception: str | None, status: str) -> Reason:
                   "Fix the error in the code first; the ablation ladder below shows whether it fails without the compiler too.")
 
 
-def eager_shares_reason(exception: str | None, status: str, reporter_torch: str | None, runner_torch: str | None) -> Reason:
-    """Why a run that failed is no PT2 reproduction: the compiler-off rung fails the same way. When
-    the report used an older torch, the compiler's part of it may be fixed since."""
+def eager_shares_reason(exception: str | None, status: str, reporter_torch: str | None, runner_torch: str | None,
+                        eager_exception: str | None = None) -> Reason:
+    """Why a run that failed is no PT2 reproduction: the compiler-off rung fails the same way (with
+    `eager_exception`, named too when it is worded otherwise). When the report used an older torch,
+    the compiler's part of it may be fixed since."""
     what = (exception or status).split("\n", 1)[0][:200]
+    eager = (eager_exception or "").split("\n", 1)[0][:200]
+    if eager and eager != what:
+        what = f"eager: {eager}; compiled: {what}"
     sentence = f"it fails, but the same way with the compiler off ({what}), so what fails here is the code or eager PyTorch"
     older = fixed_since(reporter_torch, runner_torch)
     if older and version_tuple(reporter_torch):

@@ -249,7 +249,7 @@ class Triage:
         fixed since), else the run's error, which eager shares: not PT2."""
         record = target.record
         reason = outcome.eager_shares_reason(record.exception, record.status, run.request.environment.torch_version,
-                                             self.machine.torch_version)
+                                             self.machine.torch_version, run.ladder.rungs[0].exception)
         self.mark_not_reproduced(run, reason)
         run.classification = run.text_classification if run.text_classification.is_pt2 else \
             replace(record.classification, category=self.classifier.ruleset.not_pt2, is_pt2=False,

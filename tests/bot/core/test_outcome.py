@@ -86,6 +86,16 @@ def test_graph_breaks_the_script_asks_for_are_not_a_reproduction():
     assert finding.reproduced and finding.numbers["graph_breaks"] == 2 and "Data-dependent branching" in finding.summary
 
 
+def test_a_failure_eager_shares_names_both_wordings():
+    from bot.core.outcome import eager_shares_reason
+
+    reason = eager_shares_reason("RuntimeError: kernel, c5.cpp:16, index out of bounds: tmp1 < 2L", "failed", "2.3.0",
+                                 "2.13.0", "IndexError: index out of range in self")
+    assert reason.code == "fails_without_compiler"
+    assert "(eager: IndexError: index out of range in self; compiled: RuntimeError: kernel" in reason.sentence
+    assert "the report used torch 2.3.0" in reason.sentence
+
+
 def test_why_it_did_not_reproduce_from_the_exception():
     package = reason_from_exception({"type": "builtins.ModuleNotFoundError", "message": "No module named 'transformers'"}, RULES)
     assert package.code == "needs_package" and "`transformers`" in package.sentence
