@@ -116,6 +116,7 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="every split")
     parser.add_argument("--budget", type=float, default=60, help="seconds for minimizing, per case")
     parser.add_argument("--limit", type=int, help="only the first N cases (by URL)")
+    parser.add_argument("--only", nargs="+", metavar="URL_END", help="only cases whose URL ends with one of these (e.g. /139789)")
     parser.add_argument("--labels", nargs="+", metavar="CATEGORY",
                         help="only cases with these hand labels (e.g. the silent ones: accuracy performance recompilation)")
     parser.add_argument("--json", type=Path, help="write every case's outcome and stage times here")
@@ -125,7 +126,8 @@ def main() -> None:
                              "(a change to how failures are judged cannot move a case whose runs all passed)")
     args = parser.parse_args()
     cases = load_cases(["train", "dev", "test"] if args.all else args.split)
-    cases = [case for case in cases if not args.labels or case["category"] in args.labels][:args.limit]
+    cases = [case for case in cases if (not args.labels or case["category"] in args.labels)
+             and (not args.only or case["url"].endswith(tuple(args.only)))][:args.limit]
     kept: dict[str, dict] = {}
     if args.rerun:
         earlier = {row["url"]: row for row in json.loads(args.rerun.read_text(encoding="utf-8"))}
