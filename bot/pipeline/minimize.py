@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from runners.reduce import ReduceStats, Reducer, count_tokens
+from runners.reduce.dead import without_dead_code
 from bot.core.source import tidy
 from runners.safefs import remove_tree
 from runners.sandbox import RunResult, RunSpec
@@ -42,7 +43,7 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
                             "IndentationError", "TabError"})
 
 
-RESERVE_RUNS = 2  # runs after the reducer: its re-check of the result, and the final classification
+RESERVE_RUNS = 3  # runs after the reducer: its re-check of the result, the tidied text's check, the final classification
 CONFIRM_GRACE_S = 5.0
 # The compiler off the way the ladder's first rung turns it off: the in-run probe's
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
@@ -165,6 +166,16 @@ class Minimizer:
         log.warning("the script fails with the compiler off too; not checking candidates that way")
         return False
 
+    @staticmethod
+    def tidied(source: str, interesting: Callable[[str], bool]) -> str:
+        """The reducer's result laid out, with what nothing reads deleted (a budget that ran out
+        mid-round leaves unread imports and fields behind); each tidying must keep the failure,
+        else the proven text stays."""
+        for candidate in dict.fromkeys((tidy(without_dead_code(source)), tidy(source))):
+            if candidate == source or interesting(candidate):
+                return candidate
+        return source
+
     def minimize(self, script: str) -> MinimizeResult:
         self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         try:
@@ -190,9 +201,7 @@ class Minimizer:
             reduced = Reducer(interesting, budget_s=reduce_s, parallelism=self.parallelism,
                               replacements=replacements).reduce(script)
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
-            source = tidy(reduced.source) if reduced.source != script else script
-            if source != reduced.source and not interesting(source):
-                source = reduced.source  # tidying must not change behaviour; keep the proven text
+            source = self.tidied(reduced.source, interesting) if reduced.source != script else script
             final, _ = self.classify_run(source)  # with the script's own backend: the failure as reported
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())

@@ -115,3 +115,14 @@ def _self_attribute(statement: ast.stmt) -> str | None:
             and targets[0].value.id == "self":
         return targets[0].attr
     return None
+
+
+def without_dead_code(source: str) -> str:
+    """`source` with everything unread deleted (the all-at-once candidate), as text; `source`
+    itself when it does not parse or nothing is dead."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    _, edit = next(dead_code_edits(tree))
+    return ast.unparse(tree) + "\n" if edit(tree) else source

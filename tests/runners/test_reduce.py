@@ -294,3 +294,11 @@ def test_dead_code_goes_in_one_run():
         assert kept in after, kept
     result = reduce_source(DEAD, holds)
     assert result.stats.passes.get("dead") and "self.head" not in result.source
+
+
+def test_without_dead_code_is_the_all_at_once_candidate_as_text():
+    from runners.reduce.dead import without_dead_code
+
+    cleaned = without_dead_code(DEAD)
+    assert "import math" not in cleaned and "self.head" not in cleaned and "deque" in cleaned
+    assert without_dead_code(cleaned) == cleaned and without_dead_code("def (") == "def ("
