@@ -173,8 +173,9 @@ class Reproducer:
         hits = sum(1 for r in checks if record_reproduces(r))
         if hits:
             return self._reproduced(base, checks, hits, changed)
-        # a passing run's log lines are evidence, not a category: they never call for a check
-        silent = self._silent(text_category, category if first.failed else None, issue_text)
+        # the run's category may come from a passing run's log lines: evidence that calls for a
+        # measurement (Dynamo's own counters), never a reproduction by itself
+        silent = self._silent(text_category, category, issue_text)
         if any(check.reproduced for check in silent):
             found = next(check for check in silent if check.reproduced)
             return Reproduction(status="reproduced", reproduced=True, runs_total=1, runs_reproduced=1,
