@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from bot.core.tables import JUDGES, RulesError, require
+from bot.core.tables import JUDGES, require, require_regex
 
 # What a rung's run showed, compared with the repro's own failure.
 FAILS = "fails"  # fails the way the repro failed (same category, or same exception type)
@@ -117,10 +117,7 @@ def parse_ladder(doc: Any, categories: Mapping, where: str) -> LadderTable:
 
 def _refusal(raw: Any, where: str) -> tuple[re.Pattern, re.Pattern]:
     require(isinstance(raw, dict) and {"eager", "compiled"} <= set(raw), where, "needs eager and compiled")
-    try:
-        return re.compile(raw["eager"]), re.compile(raw["compiled"])
-    except (re.error, TypeError) as exc:
-        raise RulesError(f"{where}: not a valid regex: {exc}") from None
+    return require_regex(raw["eager"], f"{where}.eager"), require_regex(raw["compiled"], f"{where}.compiled")
 
 
 def _rung(raw: Any, where: str, switch: bool = False) -> Rung:

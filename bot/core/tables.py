@@ -187,18 +187,19 @@ def parse_reproduction(doc: Any, categories: Mapping, where: str) -> Mapping:
             require(category.differential.judge in JUDGES, f"{where}: {category.id}",
                     f"differential judge must be one of {', '.join(JUDGES)}")
     for index, pattern in enumerate(doc["silent"]["graph_breaks"].get("deliberate", ())):
-        _require_regex(pattern, f"{where}: silent.graph_breaks.deliberate[{index}]")
+        require_regex(pattern, f"{where}: silent.graph_breaks.deliberate[{index}]")
     for index, rule in enumerate(doc["not_reproduced"]):
         label = f"{where}: not_reproduced[{index}]"
         require(isinstance(rule, dict) and {"reason", "exception", "message", "sentence"} <= set(rule), label,
                 "needs reason, exception, message and sentence")
-        compiled = _require_regex(rule["message"], f"{label}: `message`")
+        compiled = require_regex(rule["message"], f"{label}: `message`")
         require(not rule.get("blocks") or "name" in compiled.groupindex, label,
                 "a `blocks` rule must capture the missing `name` (checked against the script)")
     return doc
 
 
-def _require_regex(pattern: Any, label: str) -> re.Pattern:
+def require_regex(pattern: Any, label: str) -> re.Pattern:
+    """`pattern` compiled, or a one-line RulesError naming where it came from."""
     try:
         return re.compile(pattern)
     except (re.error, TypeError) as exc:

@@ -34,6 +34,12 @@ class Target:
     record: RunRecord  # the run that reproduced it (the repro's, for a minimized script too: same signature)
 
 
+def observed(result, classification, silent_differs: bool | None = None) -> ladder_rules.Observed:
+    """One run (the runner's result and its classification) as the ladder's judgement sees it."""
+    return ladder_rules.Observed(result.status, outcome.launcher_failed(result), classification.category,
+                                 uncaught_exception(result), silent_differs)
+
+
 def deciding_record(reproduction: Reproduction | None) -> RunRecord | None:
     """The run that showed the failure: the first failing one, else (a silent failure) the
     differential run that measured it."""
@@ -124,8 +130,7 @@ class LadderRunner:
         result = self.runner(spec)
         classification = self.classifier.classify_text(output_text(result), context=target.script)
         exception = uncaught_exception(result)
-        seen = ladder_rules.Observed(result.status, outcome.launcher_failed(result), classification.category,
-                                     exception, self._silent_differs(result, target.category))
+        seen = observed(result, classification, self._silent_differs(result, target.category))
         title = rung.title if probe.get("backend") == rung.backend else f'{rung.title} on backend="{probe["backend"]}"'
         return ladder_rules.RungResult(rung.id, title, ladder_rules.rung_outcome(rung, goal, seen, self.table.same_refusal),
                                        classification.category if seen.failed else None, exception,

@@ -30,8 +30,8 @@ from runners.sandbox import RunResult, RunSpec
 from bot.core import ladder as ladder_rules
 from bot.core.classify import Classifier
 from bot.core.records import Classification
-from bot.core.outcome import launcher_failed
-from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces, uncaught_exception
+from bot.pipeline.ladder import observed
+from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces
 from bot.core.signature import short_type
 
 log = logging.getLogger(__name__)
@@ -158,8 +158,7 @@ class Minimizer:
             return True
         if self.stop_when_eager_shares and result is not None:
             table = self.classifier.ruleset.ladder
-            target = ladder_rules.Observed(result.status, True, original.category, uncaught_exception(result))
-            seen = ladder_rules.Observed(off.status, launcher_failed(off), classification.category, uncaught_exception(off))
+            target, seen = observed(result, original), observed(off, classification)
             if ladder_rules.rung_outcome(table.compiler_off, target, seen, table.same_refusal) == ladder_rules.FAILS:
                 raise NotReproducible(f"it fails the same way with the compiler off ({seen.exception or off.status}): "
                                       "the code's own failure, with nothing of the compiler's to minimize")
