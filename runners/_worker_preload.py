@@ -33,10 +33,48 @@ def preload(modules):
             import torch._dynamo  # noqa: F401
             import torch._inductor.compile_fx  # noqa: F401
             import torch._inductor.config  # noqa: F401
+            warm_machine_answers()
     finally:
         del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
         if hidden is not None:
             sys.modules["torch"].cuda.is_available = hidden
+
+
+def warm_machine_answers():
+    """Ask, once, the questions about the machine that Inductor asks at every process's first
+    compile, so each fork inherits the answers instead of asking again: which CPU vector ISAs build
+    and load (per ISA a g++ build of a test program and a Python child that dlopens it, about 1.1 s
+    on 2 cores) and the hash of torch's own sources (0.25 s). A warm run that reaches Inductor's
+    code cache took 2.0 s, 1.35 s of it these two. The answers depend on the machine, the compiler
+    and the torch install, never on a run; the list of usable ISAs itself is asked again by each
+    run (cheap once each ISA's answer is known), so a run that sets `cpp.vec_isa_ok` or
+    ATEN_CPU_CAPABILITY still decides for itself. If an ISA the CPU has did not build here (a
+    compiler or cache-directory problem of the server's own), the answers are forgotten and each
+    run finds out for itself, as a cold run does. Any failure here only costs the saving."""
+    try:
+        from torch._inductor import codecache, cpu_vec_isa
+        codecache.torch_key()
+        usable = cpu_vec_isa.valid_vec_isa_list()
+        cpu_vec_isa.valid_vec_isa_list.cache_clear()
+        if hasattr(cpu_vec_isa, "x86_isa_checker") and platform_is_x86():
+            flags = cpu_vec_isa.x86_isa_checker()
+            offered = [isa for isa in cpu_vec_isa.supported_vec_isa_list
+                       if all(flag in flags for flag in str(isa).split())]
+            if [str(isa) for isa in usable] != [str(isa) for isa in offered]:
+                forget_isa_answers(cpu_vec_isa)
+    except Exception:  # noqa: BLE001 - a torch without these internals: no saving, nothing else changes
+        pass
+
+
+def platform_is_x86():
+    import platform
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+def forget_isa_answers(cpu_vec_isa):
+    cached = getattr(cpu_vec_isa.VecISA, "_VecISA__bool__impl", None)
+    if cached is not None and hasattr(cached, "cache_clear"):
+        cached.cache_clear()
 
 
 def fork_hazards():

@@ -59,6 +59,20 @@ def test_caches_live_in_the_runs_own_workdir(worker):
     assert worker.run(RunSpec(script=script)).stdout == "True\n"
 
 
+ISA_ANSWERS = ("from torch._inductor import cpu_vec_isa\n"
+               "known = cpu_vec_isa.VecISA._VecISA__bool__impl.cache_info().currsize\n"
+               "print(known > 0, [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()], cpu_vec_isa.pick_vec_isa())\n")
+
+
+@pytest.mark.slow
+def test_warm_runs_inherit_the_machines_vector_isas_and_they_are_what_a_cold_run_finds(worker):
+    """The server asks once which vector ISAs build and load (g++ and a dlopen per ISA, ~1.1 s of
+    every run that reaches Inductor's code cache); a fork inherits the answers, a cold run asks."""
+    warm, cold = worker.run(RunSpec(script=ISA_ANSWERS)), run(RunSpec(script=ISA_ANSWERS))
+    assert warm.stdout.startswith("True ") and cold.stdout.startswith("False "), warm.stderr + cold.stderr
+    assert warm.stdout.split(" ", 1)[1] == cold.stdout.split(" ", 1)[1]
+
+
 @pytest.mark.slow
 def test_segfault_in_a_warm_child(worker):
     result = worker.run(RunSpec(script="import ctypes\nctypes.string_at(0)", env={"PYTHONFAULTHANDLER": "1"}))
