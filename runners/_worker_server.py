@@ -17,7 +17,10 @@ serves run requests on CTRL_FD, a SOCK_SEQPACKET unix socket: one JSON message p
 CONFIG_JSON: {"mode": "bwrap" | "unsafe", "seccomp": hex of the strict filter program, "runs": the
 directory holding every run's workdir, "caches": the one holding the jobs' caches, "workdir" and
 "cache": where a run sees its own, "home", "inductor_tmp": Inductor's default cache directory, where
-a run with a job cache gets the job's `inductor_tmp` (precompiled headers, as for a cold run)}.
+a run with a job cache gets the job's `inductor_tmp` (precompiled headers, as for a cold run), and "seed":
+the read-only store of prebuilt ISA test libraries (runners/inductor_seed.py), when there is one}.
+The preload asks Inductor's questions about the machine once (_worker_preload.warm_machine_answers);
+every fork inherits the answers.
 
 In "bwrap" mode the server itself runs inside bubblewrap (as a cold run does, minus --disable-userns
 and with the seccomp "server" profile, because its children build namespaces), and each run is:
@@ -220,7 +223,7 @@ def main():
             pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a stray Ctrl-C must not end the server
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    preload(modules)
+    preload(modules, config.get("seed"))
     hazards = fork_hazards()
     send(ctrl, {"event": "ready" if not hazards else "unsafe", "problems": hazards,
                 "pid_namespace": os.getpid() == 1, "threads": thread_names(), "mode": config["mode"]})

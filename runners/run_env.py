@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from .run_records import INSIDE_CACHE, INSIDE_HOME, INSIDE_WORKDIR, RunSpec
+from .run_records import INDUCTOR_CACHE, INSIDE_CACHE, INSIDE_HOME, INSIDE_WORKDIR, RunSpec
 
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Hardware and toolchain variables a repro may need; never caches (those go in the workdir).
@@ -44,7 +44,7 @@ def build_env(extra: Mapping[str, str], workdir: Path | str, parent: Mapping[str
         # its pool of compile subprocesses (one per core) cost more than it saved. Measured on an
         # H200 host (16 cores), a cold run of a one-kernel repro: 26 s with the pool, 16 s without.
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
-        "TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir or workdir) / "inductor_cache"),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(cache_dir or workdir) / INDUCTOR_CACHE),
         "TRITON_CACHE_DIR": str(Path(cache_dir or workdir) / "triton_cache"),
     }
     env.update({name: parent[name] for name in PASS_THROUGH if name in parent and not is_secret_name(name)})

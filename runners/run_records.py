@@ -20,6 +20,7 @@ INSIDE_WORKDIR = "/sandbox"
 INSIDE_CACHE = "/cache"
 INSIDE_RUNNER = "/.pt2"
 INSIDE_HOME = "/tmp/home"
+INDUCTOR_CACHE = "inductor_cache"  # TORCHINDUCTOR_CACHE_DIR, in a run's workdir or its job's cache dir
 JOB_INDUCTOR_TMP = "inductor_tmp"  # in a job's cache dir: what Inductor keeps in its default dir (precompiled headers)
 
 

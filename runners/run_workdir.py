@@ -13,10 +13,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import safefs
+from . import inductor_seed, safefs
 from .bwrap import sandbox_owner
 from .run_env import build_env, sandbox_env
-from .run_records import INSIDE_WORKDIR, JOB_INDUCTOR_TMP, SANDBOX_UID, RunSpec
+from .run_records import INDUCTOR_CACHE, INSIDE_WORKDIR, JOB_INDUCTOR_TMP, SANDBOX_UID, RunSpec
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,20 @@ def prepare_job_cache(cache: Path, owner: tuple[int, int] | None) -> None:
         os.close(fd)
 
 
+def plant_isa_probes(spec: RunSpec, workdir: Path, owner: tuple[int, int] | None) -> None:
+    """Copy the prebuilt ISA test libraries into the run's Inductor cache (runners/inductor_seed.py):
+    a fresh interpreter asks Inductor's ISA questions again, and its first CPU kernel then need not
+    wait for g++ to build them."""
+    files = inductor_seed.seed_files(spec.python)
+    if not files:
+        return
+    fd = safefs.open_dir(spec.cache_dir or workdir)
+    try:
+        inductor_seed.plant(fd, INDUCTOR_CACHE, files, owner)
+    finally:
+        os.close(fd)
+
+
 def prepare(spec: RunSpec, parent: str | None = None) -> Prepared:
     """Validate the spec (before touching the disk), then make and fill the workdir (in `parent` when
     given: the warm worker's runs directory). Files are written with O_NOFOLLOW|O_EXCL semantics, so a
@@ -111,6 +125,8 @@ def prepare(spec: RunSpec, parent: str | None = None) -> Prepared:
             os.close(root)
         if spec.cache_dir:
             prepare_job_cache(Path(spec.cache_dir), owner)
+        if parent is None and (spec.argv is not None or "torch" in (spec.script or "")):  # a cold run that may compile
+            plant_isa_probes(spec, workdir, owner)
     except BaseException:
         if owned:
             safefs.remove_tree(workdir)

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import sandbox, seccomp
+from . import inductor_seed, sandbox, seccomp
 
 SERVER = Path(__file__).with_name("_worker_server.py")
 # Everything the server imports of ours, shown read-only beside it (its imports are plain `import _x`).
@@ -41,9 +41,12 @@ def server_launch(*, python: str, preload: tuple[str, ...], ctrl_fd: int, home: 
                   isolate_network: bool, unsafe_no_sandbox: bool) -> ServerLaunch:
     """The server's launch, in bubblewrap (or, in unsafe mode, under unshare(1)), seeing only `runs`
     and `caches` of ours. Raises SandboxUnavailable (or OSError, UnsupportedArchitecture)."""
+    # the prebuilt ISA test libraries, read-only: the server's preload copies them into its own cache
+    seed = inductor_seed.seed_dir(python) if "torch" in preload else None
+    seeds = {"seed": os.path.realpath(seed)} if seed else {}
     if unsafe_no_sandbox:
         network = sandbox.isolation_for(isolate_network)
-        config = {"mode": "unsafe"}
+        config = {"mode": "unsafe", **seeds}
         argv = sandbox.unshare_prefix(network[0]) + [python, str(SERVER), str(ctrl_fd), json.dumps(config), *preload]
         return ServerLaunch(argv, {}, sandbox.build_env({}, home), [ctrl_fd], str(home), network,
                             sandbox.sandbox_description(False))
@@ -55,7 +58,7 @@ def server_launch(*, python: str, preload: tuple[str, ...], ctrl_fd: int, home: 
     config = {"mode": "bwrap", "seccomp": seccomp.build_filter("strict").hex(), "runs": INSIDE_RUNS,
               "caches": INSIDE_CACHES, "workdir": sandbox.INSIDE_WORKDIR, "cache": sandbox.INSIDE_CACHE,
               "home": sandbox.INSIDE_HOME, "inductor_tmp": sandbox.inside_inductor_tmp(),
-              "tmp_keep": [d for d in sandbox.interpreter_dirs(python) if d.startswith("/tmp/")]}
+              "tmp_keep": [d for d in sandbox.interpreter_dirs(python) if d.startswith("/tmp/")], **seeds}
     seccomp_fd = sandbox._pipe_with(seccomp.build_filter("server"))
     inner = [python, f"{sandbox.INSIDE_RUNNER}/_worker_server.py", str(ctrl_fd), json.dumps(config), *preload]
     env = sandbox.build_env({}, sandbox.INSIDE_WORKDIR, home=sandbox.INSIDE_HOME, tmpdir="/tmp")
@@ -63,7 +66,8 @@ def server_launch(*, python: str, preload: tuple[str, ...], ctrl_fd: int, home: 
         inner, python=python, writable=[(str(runs), INSIDE_RUNS), (str(caches), INSIDE_CACHES)],
         chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
         share_net=not isolate_network, runner_files=SERVER_FILES,
-        scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env)
+        scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env,
+        read_only=tuple(seeds.values()))
     network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
         if isolate_network else (False, "the host's network (isolate_network=False)")
     return ServerLaunch(argv, kwargs, env, [ctrl_fd, seccomp_fd], "/", network,
