@@ -50,7 +50,9 @@ def deciding_record(reproduction: Reproduction | None) -> RunRecord | None:
 
 
 class LadderRunner:
-    def __init__(self, classifier: Classifier, runner: Runner, *, timeout_s: float, jobs: int, gpu: bool):
+    def __init__(self, classifier: Classifier, runner: Runner, *, timeout_s: float, jobs: int, gpu: bool,
+                 cache_dir: str | None = None):
+        self.cache_dir = cache_dir  # the triage's compile cache (kernels the minimizer built for the same repro)
         self.classifier = classifier
         self.runner = runner
         self.timeout_s = timeout_s
@@ -126,7 +128,7 @@ class LadderRunner:
     def _run_rung(self, target: Target, goal: ladder_rules.Observed, rung: ladder_rules.Rung,
                   probe: dict) -> ladder_rules.RungResult:
         spec = RunSpec(script=target.script, env={**ALWAYS_ENV, PROBE_ENV: json.dumps(probe, sort_keys=True)},
-                       timeout_s=self.timeout_s, gpu=self.gpu)
+                       timeout_s=self.timeout_s, gpu=self.gpu, cache_dir=self.cache_dir)
         result = self.runner(spec)
         classification = self.classifier.classify_text(output_text(result), context=target.script)
         exception = uncaught_exception(result)

@@ -30,6 +30,7 @@ from runners.sandbox import RunResult, RunSpec
 from bot.core import ladder as ladder_rules
 from bot.core.classify import Classifier
 from bot.core.records import Classification
+from bot.core.report import MinimizedRepro
 from bot.pipeline.ladder import observed
 from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces
 from bot.core.signature import short_type
@@ -68,6 +69,15 @@ class MinimizeResult:
                 "signature_preserved": self.final.signature == self.original.signature,
                 "checked_compiler_off": self.checked_compiler_off, "stats": self.stats.to_dict()}
 
+    def record(self) -> MinimizedRepro:
+        """What the report keeps of it."""
+        stats = self.stats
+        return MinimizedRepro(
+            source=self.source, signature_preserved=self.final.signature == self.original.signature,
+            lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
+            tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason,
+            runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds))
+
 
 IMPORTS_TORCH_RE = re.compile(r"^\s*(?:import torch\b|from torch\b)", re.M)
 PT2_ENTRY_RE = re.compile(r"torch\.compile\b|\bcompile\(|torch\.export\b|\bexport\(|_dynamo\.optimize\(|aoti_compile_and_package"
@@ -91,7 +101,8 @@ def same_failure(target: Classification, candidate: Classification, run_status: 
 
 class Minimizer:
     def __init__(self, classifier: Classifier, runner: Runner, *, budget_s: float = 600, timeout_s: float = 120,
-                 parallelism: int = 1, gpu: bool = False, stop_when_eager_shares: bool = False):
+                 parallelism: int = 1, gpu: bool = False, stop_when_eager_shares: bool = False,
+                 cache_dir: str | None = None):
         self.gpu = gpu  # candidates see the GPU (a CUDA repro)
         # the triage's choice: a failure eager shares is the code's own, with nothing of the compiler's to shrink
         self.stop_when_eager_shares = stop_when_eager_shares
@@ -100,6 +111,7 @@ class Minimizer:
         self.budget_s = budget_s
         self.timeout_s = timeout_s
         self.parallelism = parallelism
+        self.given_cache_dir = cache_dir  # the caller's job cache (kept), else one of its own per minimize (removed)
         self.cache_dir: str | None = None
         self.deadline: float | None = None  # the budget's end; candidate runs in flight stop there
         self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
@@ -176,7 +188,7 @@ class Minimizer:
         return source
 
     def minimize(self, script: str) -> MinimizeResult:
-        self.cache_dir = tempfile.mkdtemp(prefix="pt2-minimize-cache-")
+        self.cache_dir = self.given_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         try:
             started = time.monotonic()
             original, result = self.classify_run(script)
@@ -206,4 +218,5 @@ class Minimizer:
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off)
         finally:
-            remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it
+            if self.cache_dir != self.given_cache_dir:
+                remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it

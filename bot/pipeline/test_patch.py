@@ -7,10 +7,24 @@ from __future__ import annotations
 
 import ast
 import difflib
+import logging
 
 from bot.core.report import RegressionTest
 from bot.pipeline.placement import main_test_class
 from bot.pipeline.regress import CONFIG_MODULES
+
+log = logging.getLogger(__name__)
+
+
+def patch_adding(path: str, before: str, test: RegressionTest, test_class: str | None) -> str | None:
+    """The unified diff that adds the test's method to the file at `path` (its text `before`); None,
+    with a warning, when the file has no class to take it or does not parse."""
+    try:
+        after = add_method_to_file(before, test.method_source, test_class, required_imports(test))
+    except (ValueError, SyntaxError) as exc:
+        log.warning("could not add the test to %s: %s", path, exc)
+        return None
+    return unified_patch(path, before, after)
 
 
 def add_method_to_file(file_source: str, method_source: str, class_name: str | None,

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from runners.safefs import remove_tree
 from runners.sandbox import RunSpec
 
 from bot.pipeline import outdir
@@ -29,7 +31,7 @@ from bot.core.disposition import Disposition
 from bot.core.records import Classification, TriageRequest
 from bot.core.source import code_lines, with_backend
 from bot.pipeline.regress import generate, verification_verdict
-from bot.pipeline.test_patch import add_method_to_file, required_imports, unified_patch
+from bot.pipeline.test_patch import patch_adding
 from bot.core.report import (LadderReport, MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord,
                              TestSuggestion, TriageReport, Workaround)
 from bot.pipeline.ladder import LadderRunner, Target, deciding_record, disposition_facts, try_workarounds
@@ -81,6 +83,7 @@ class TriageRun:
     frames: tuple[str, ...] = ()
     reproducer: Reproducer | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    cache_dir: str | None = None  # shared by minimize, ladder and test: one repro's kernels (not the reproduction's)
 
 
 def read_input(path: Path) -> tuple[str, str | None]:
@@ -107,16 +110,24 @@ class Triage:
         run = TriageRun(request, script or next(iter(request.repro_scripts), None), from_text, from_text, budget)
         if run.script is not None and self.test_device(run) == "cpu" and hasattr(self.runner, "prewarm"):
             self.runner.prewarm()  # warm workers start while the cold diagnostic runs go on (GPU runs are all cold)
-        self.timed(run, "extract", lambda r: f"{len(request.repro_scripts)} repro script(s) in the issue"
-                   if issue_text else "the input is a script")
-        self.timed(run, "classify", lambda r: f"from the text: {from_text.category} ({from_text.confidence:.2f})"
-                   if issue_text else "deferred to the run's output")
+        run.cache_dir = tempfile.mkdtemp(prefix="pt2-triage-cache-")
+        try:
+            self.run_stages(run, request, issue_text)
+        finally:
+            remove_tree(run.cache_dir)  # iterative, never through a link: the runs wrote in it
+        return self.report(run)
+
+    def run_stages(self, run: TriageRun, request: TriageRequest, issue_text: str) -> None:
+        text = run.text_classification
+        self.timed(run, "extract", lambda r: f"{len(request.repro_scripts)} repro script(s) in the issue" if issue_text
+                   else "the input is a script")
+        self.timed(run, "classify", lambda r: f"from the text: {text.category} ({text.confidence:.2f})" if issue_text
+                   else "deferred to the run's output")
         for name, step in (("reproduce", self.reproduce), ("minimize", self.minimize), ("ladder", self.ladder),
                            ("dispose", self.dispose), ("suggest", self.suggest), ("regress", self.regress),
                            ("graph", self.graph)):
             self.timed(run, name, step)
         self.timed(run, "write", lambda r: self.write(self.report(r)))
-        return self.report(run)
 
     def timed(self, run: TriageRun, name: str, step: Callable[[TriageRun], str]) -> None:
         started = time.monotonic()
@@ -167,17 +178,12 @@ class Triage:
             return run.budget.spent_note()
         minimizer = Minimizer(self.classifier, self.runner, budget_s=budget_s,
                               timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs,
-                              gpu=self.test_device(run) == "cuda", stop_when_eager_shares=True)
+                              gpu=self.test_device(run) == "cuda", stop_when_eager_shares=True, cache_dir=run.cache_dir)
         try:
             result = minimizer.minimize(run.script)
         except NotReproducible as exc:
             return f"skipped: {exc}"
-        stats = result.stats
-        run.minimized = MinimizedRepro(
-            source=result.source, signature_preserved=result.final.signature == result.original.signature,
-            lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
-            tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason,
-            runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds))
+        stats, run.minimized = result.stats, result.record()
         return f"{stats.lines_before} → {stats.lines_after} lines in {stats.runs} runs ({stats.stop_reason})"
 
     def suggest(self, run: TriageRun) -> str:
@@ -224,7 +230,7 @@ class Triage:
         gpu = self.test_device(run) == "cuda"
         # GPU runs are cold (no warm workers): the rungs run side by side, up to one per 4 cores.
         jobs = max(self.options.jobs, (os.cpu_count() or 1) // 4) if gpu else self.options.jobs
-        climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=jobs, gpu=gpu)
+        climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=jobs, gpu=gpu, cache_dir=run.cache_dir)
         with ThreadPoolExecutor(1) as beside:  # a limitation's workaround is verified while the rungs run
             early = beside.submit(self.workaround_for, run, self.disposition_of(run))
             run.ladder = climber.climb(target)
@@ -347,7 +353,7 @@ class Triage:
             why = {"needs_gpu": "it needs a CUDA GPU; a GPU runner verifies it", None: "there was no repro to run"}
             return "not_run", f"not run: {why.get(status, f'the repro run ended with {status}')}", None
         result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=run.budget.run_timeout(self.options.run_timeout_s),
-                                     gpu=self.test_device(run) == "cuda"))
+                                     gpu=self.test_device(run) == "cuda", cache_dir=run.cache_dir))
         got = self.classifier.classify_text(output_text(result), context=test_source)
         verdict, sentence = verification_verdict(run.classification, got, result.status)
         return verdict, sentence, got.signature if result.status != "ok" else None
@@ -357,14 +363,8 @@ class Triage:
         suggestion = run.suggestion
         if not (self.options.pytorch_root and suggestion and suggestion.confirmed):
             return None
-        path = suggestion.path
-        before = (self.options.pytorch_root / path).read_text(encoding="utf-8", errors="replace")
-        try:
-            after = add_method_to_file(before, test.method_source, suggestion.test_class, required_imports(test))
-        except (ValueError, SyntaxError) as exc:
-            log.warning("could not add the test to %s: %s", path, exc)
-            return None
-        return unified_patch(path, before, after)
+        before = (self.options.pytorch_root / suggestion.path).read_text(encoding="utf-8", errors="replace")
+        return patch_adding(suggestion.path, before, test, suggestion.test_class)
 
     # -- helpers ------------------------------------------------------------------------------------
 
