@@ -5,6 +5,7 @@ comment names the right category, the minimized repro still fails the same way, 
 test fails against the installed torch for the same reason, and the test file is topic-specific.
 """
 import json
+import os
 
 import pytest
 
@@ -274,3 +275,34 @@ def test_a_repro_already_as_small_as_a_maintainers_is_not_minimized(tmp_path, ca
     report = json.loads((out / "report.json").read_text())
     assert report["reproduction"]["reproduced"] and report["minimized"] is None
     assert "skipped: the repro is 5 code lines already" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_runs_after_the_reproduction_share_one_compile_cache_removed_at_the_end(tmp_path):
+    """The minimizer, the ladder and the regression test compile the same repro: they share the
+    triage's one compile cache (the ladder and the test find the minimizer's kernels). The
+    reproduction compiles from scratch, as the reporter's run did, and the cache goes with the triage."""
+    from contextlib import ExitStack
+
+    from runners.pool import lazy_runner
+    from runners.probe import probe_machine
+    from bot.pipeline.reproduce import machine_environment
+    from bot.pipeline.triage import Triage, TriageOptions
+
+    caches = []
+    (tmp_path / "out").mkdir()
+    options = TriageOptions(out_dir=tmp_path / "out", minimize_budget_s=20, minify_graph=False, minimize_above_lines=0)
+    with ExitStack() as stack:
+        warm = lazy_runner(stack, 2)
+
+        def recording(spec):
+            caches.append(spec.cache_dir)
+            return warm(spec)
+
+        report = Triage(CLASSIFIER, recording, machine_environment(probe_machine()), options).triage(EXAMPLES / "recompile_limit.md")
+    assert report.reproduction.reproduced and report.regression_test.verification == "fails_same"
+    first_shared = next(i for i, cache in enumerate(caches) if cache)
+    assert first_shared >= 1 and set(caches[:first_shared]) == {None}  # the reproduction's runs
+    shared = set(caches[first_shared:])
+    assert len(shared) == 1 and len(caches) - first_shared >= 3, caches  # minimize, ladder and test
+    assert not os.path.exists(shared.pop())
