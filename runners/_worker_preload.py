@@ -5,6 +5,7 @@ Runs inside the server's sandbox; imported by `_worker_server.py` from beside it
 of the script is on sys.path there). Standalone on purpose: stdlib only, no project imports.
 """
 import os
+import platform
 import sys
 
 
@@ -57,7 +58,7 @@ def warm_machine_answers():
         codecache.torch_key()
         usable = cpu_vec_isa.valid_vec_isa_list()
         cpu_vec_isa.valid_vec_isa_list.cache_clear()
-        if hasattr(cpu_vec_isa, "x86_isa_checker") and platform_is_x86():
+        if hasattr(cpu_vec_isa, "x86_isa_checker") and platform.machine() in ("x86_64", "AMD64"):
             flags = cpu_vec_isa.x86_isa_checker()
             offered = [isa for isa in cpu_vec_isa.supported_vec_isa_list
                        if all(flag in flags for flag in str(isa).split())]
@@ -84,11 +85,6 @@ def plant_seed(seed):
             target = os.path.join(cache_dir(), sub, name)
             if not os.path.exists(target):
                 shutil.copyfile(os.path.join(source, name), target)
-
-
-def platform_is_x86():
-    import platform
-    return platform.machine() in ("x86_64", "AMD64")
 
 
 def forget_isa_answers(cpu_vec_isa):

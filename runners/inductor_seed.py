@@ -30,8 +30,7 @@ import threading
 from pathlib import Path
 
 from . import safefs
-from .run_env import SAFE_PATH
-from .run_records import INDUCTOR_CACHE
+from .run_env import SAFE_PATH, build_env
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +109,9 @@ def _build(python: str, target: Path) -> None:
     """Run torch's ISA probe alone with a fresh cache dir, then keep the libraries it built."""
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
-        cache = work / INDUCTOR_CACHE
-        env = {"PATH": SAFE_PATH, "HOME": str(work), "TMPDIR": str(work), "LANG": "C.UTF-8",
-               "TORCHINDUCTOR_CACHE_DIR": str(cache), "TORCHINDUCTOR_COMPILE_THREADS": "1"}
-        env.update({name: os.environ[name] for name in ("CC", "CXX") if name in os.environ})
+        (work / "tmp").mkdir()
+        env = build_env({}, work)  # a run's environment: its Inductor cache is work/inductor_cache
+        cache = Path(env["TORCHINDUCTOR_CACHE_DIR"])
         done = subprocess.run([python, "-I", "-c", BUILD], env=env, cwd=work, capture_output=True, text=True,
                               timeout=BUILD_TIMEOUT_S, check=False)
         if done.returncode != 0:
