@@ -4,7 +4,14 @@ Deleting statements one chunk at a time finds dead code too, but pays a run for 
 sits between live statements; a repro taken from a real project carries many such pieces (unused
 imports, a config class's unread fields, submodules `__init__` builds that `forward` never calls).
 One candidate removes them all; if that loses the failure (an import with a side effect, say),
-two narrower candidates follow, and the statement pass still has its turn.
+narrower candidates follow, and the statement pass still has its turn.
+
+Unread assignments count as dead only when their value calls nothing (`b, t, d = x.shape`,
+`start = 0.0`): what is left of a line once the fine passes took its readers. Such a line can
+also block a bigger edit: on the 93-line graph-break report, `b, t, d = x.shape` in the attention
+block made swapping the encoder for that block fail (its input was 2-D) for a round and 74 runs,
+until the statement pass came to it. An assignment whose value calls something (`out = model(x)`)
+is often the failing call itself, and stays for the statement pass.
 """
 from __future__ import annotations
 
@@ -13,12 +20,13 @@ from typing import Iterator
 
 from runners.reduce.base import Edit
 
-KINDS_ALL = ("import", "definition", "attribute", "field")
+KINDS_ALL = ("import", "definition", "attribute", "field", "assignment")
 
 
 def dead_code_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Everything unread at once; then unread imports and definitions; then unread attributes and fields."""
-    for kinds in (KINDS_ALL, ("import", "definition"), ("attribute", "field")):
+    """Everything unread at once; then unread imports and definitions; then unread attributes and
+    fields; then unread assignments of values that call nothing."""
+    for kinds in (KINDS_ALL, ("import", "definition"), ("attribute", "field"), ("assignment",)):
         yield "dead", _delete_unread(kinds)
 
 
@@ -33,6 +41,9 @@ def _delete_unread(kinds: tuple[str, ...]) -> Edit:
                 removed |= _drop_fields(cls, names | attributes)
             if "attribute" in kinds:
                 removed |= _drop_self_attributes(cls, attributes)
+        if "assignment" in kinds:
+            while _drop_unread_assignments(tree, _reads(tree)[0]):  # `scale = d ** -0.5` read `d`
+                removed = True
         return removed
     return edit
 
@@ -115,6 +126,46 @@ def _self_attribute(statement: ast.stmt) -> str | None:
             and targets[0].value.id == "self":
         return targets[0].attr
     return None
+
+
+def _drop_unread_assignments(tree: ast.AST, read: set[str]) -> bool:
+    """`a = value` and `a, b = value` in any block (class bodies aside: those are fields), where no
+    target name is read anywhere and the value calls nothing."""
+    removed = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            kept = [s for s in block if not _unread_assignment(s, read)]
+            if len(kept) != len(block):
+                removed = True
+                block[:] = kept or [ast.Pass()]
+    return removed
+
+
+def _unread_assignment(statement: ast.stmt, read: set[str]) -> bool:
+    if isinstance(statement, ast.Assign):
+        targets, value = statement.targets, statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        targets, value = [statement.target], statement.value
+    else:
+        return False
+    names = [n for t in targets for n in _target_names(t)]
+    return (bool(names) and None not in names and not any(n in read or n.startswith("__") for n in names)
+            and not any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
+                        for n in ast.walk(value)))
+
+
+def _target_names(target: ast.expr) -> list[str | None]:
+    """The names a target binds; None for a part that is not a plain name (`self.x`, `d[k]`, `*rest`)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for element in target.elts for n in _target_names(element)]
+    return [None]
 
 
 def without_dead_code(source: str) -> str:

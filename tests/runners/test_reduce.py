@@ -296,6 +296,32 @@ def test_dead_code_goes_in_one_run():
     assert result.stats.passes.get("dead") and "self.head" not in result.source
 
 
+def test_unread_assignments_that_call_nothing_are_dead():
+    """What the fine passes leave of a line once its readers are gone goes with the dead code; an
+    assignment whose value calls something may be the failing call itself and stays."""
+    from runners.reduce.dead import without_dead_code
+
+    source = (
+        "import torch\n"
+        "start = 0.0\n"
+        "class Attention(torch.nn.Module):\n"
+        "    def forward(self, x, mask):\n"
+        "        b, t, d = x.shape\n"
+        "        scale: float = d ** -0.5\n"
+        "        n, _ = mask.shape\n"
+        "        out = torch.relu(x)\n"
+        "        if mask.any():\n"
+        "            hit = 1\n"
+        "        return x * n\n"
+        "loss = torch.compile(Attention())(torch.ones(2, 3, 4), torch.ones(2, 3))\n")
+    cleaned = without_dead_code(source)
+    for gone in ("start", "b, t, d", "scale", "hit"):
+        assert gone not in cleaned, gone
+    for kept in ("n, _ = mask.shape", "out = torch.relu(x)", "loss = torch.compile"):
+        assert kept in cleaned, kept
+    ast.parse(cleaned)
+
+
 def test_without_dead_code_is_the_all_at_once_candidate_as_text():
     from runners.reduce.dead import without_dead_code
 
