@@ -22,7 +22,9 @@ A candidate that reads a name nothing binds in its scope (a sure NameError, e.g.
 definition still called), a `self` attribute its class never sets (AttributeError) or calls one
 of the module's functions with arguments it cannot take (TypeError) is never run, unless the
 original already did so. After an accepted edit a pass goes on where it was; the next round
-starts it from the beginning again.
+starts it from the beginning again. An edit that failed is not run again while it would rewrite the
+same top-level statement the same way, until a round makes no progress: then one round retries
+everything, so the result is a fixpoint of every edit.
 
 Candidates are cached by their text; a batch of candidates is tested in parallel threads when
 `parallelism > 1` (the predicate should then be thread-safe, e.g. one subprocess per call).

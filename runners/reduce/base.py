@@ -27,6 +27,7 @@ class ReduceStats:
     cache_hits: int = 0
     sure_failures_skipped: int = 0  # candidates not run: a sure NameError/AttributeError/TypeError (sure_errors)
     shape_changes_skipped: int = 0  # candidates not run: they drop a tensor input, the entry point or an input branch
+    failures_recalled: int = 0  # candidates not run: the same rewrite of the same statement failed before
     accepted: int = 0
     rounds: int = 0
     wall_s: float = 0.0

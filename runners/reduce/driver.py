@@ -1,5 +1,14 @@
 """The driver: runs the passes coarse to fine, tests candidates (cached by text, in parallel batches), keeps the
-smallest that is still interesting, and stops at the budget."""
+smallest that is still interesting, and stops at the budget.
+
+Rounds repeat the passes until none makes progress, and most of a later round's runs retry edits
+that failed in an earlier one on code that has not changed since (the 93-line graph-break report of
+benchmarks/realistic_issues: rounds 2-6 spent 243 runs on argument, expression and constant edits
+and accepted 11). So an edit that failed is remembered by what it changes: the one top-level
+statement it rewrites, before and after. While it would rewrite the same text the same way, it is
+not run again. Elsewhere the program may have changed in a way that now lets it succeed, so a round
+that makes no progress is followed by one that remembers nothing: the result is a fixpoint of every
+edit, as without the memory."""
 from __future__ import annotations
 
 import ast
@@ -39,6 +48,8 @@ class Reducer:
         self.stats = ReduceStats()
         self.deadline = 0.0
         self.history: list[str] = []  # accepted candidates, oldest first
+        self.failed_edits: set[tuple[str, str]] = set()  # (top-level statement before, after) of edits that failed
+        self.recall_failures = True  # off for the round that confirms a fixpoint
 
     def reduce(self, source: str) -> ReduceResult:
         started = time.monotonic()
@@ -61,7 +72,7 @@ class Reducer:
             reason = "fixpoint: no pass makes progress"
             while True:
                 self.stats.rounds += 1
-                progressed = False
+                progressed, recalled = False, self.stats.failures_recalled
                 for make_edits in PASSES:
                     tree, best, changed = self._timed_pass(make_edits, tree, best)
                     progressed |= changed
@@ -70,8 +81,9 @@ class Reducer:
                 if self._out_of_budget():
                     reason = self._budget_reason()
                     break
-                if not progressed:
+                if not progressed and self.stats.failures_recalled == recalled:
                     break
+                self.recall_failures = progressed  # no progress with edits skipped: retry them all once
         return self._finish(self._confirm(best, source), started, reason)
 
     def _timed_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
@@ -91,7 +103,8 @@ class Reducer:
         changed, restart, resume_at = False, True, 0
         while restart and not self._out_of_budget():
             restart = False
-            pending: list[tuple[str, str, ast.AST, int]] = []
+            pending: list[tuple[str, str, ast.AST, int, tuple[str, str] | None]] = []
+            statements = top_level_texts(tree)
             edits = make_edits(tree, self.replacements) if make_edits is expression_edits else make_edits(tree)
             for position, (pass_name, edit) in enumerate(edits):
                 if position < resume_at:
@@ -111,8 +124,12 @@ class Reducer:
                 if self.shape is not None and not self.shape.kept_by(shape_of(candidate_tree)):
                     self.stats.shape_changes_skipped += 1
                     continue
+                change = rewritten_statement(statements, candidate_tree)
+                if change is not None and self.recall_failures and change in self.failed_edits:
+                    self.stats.failures_recalled += 1
+                    continue
                 self.stats.candidates += 1
-                pending.append((pass_name, candidate, candidate_tree, position))
+                pending.append((pass_name, candidate, candidate_tree, position, change))
                 if len(pending) >= self.batch:
                     winner = self._first_interesting(pending)
                     pending = []
@@ -138,16 +155,19 @@ class Reducer:
         errors = sure_errors(tree)
         return errors is not None and not errors <= self.allowed_errors
 
-    def _accept(self, winner: tuple[str, str, ast.AST, int]) -> tuple[ast.AST, str]:
+    def _accept(self, winner: tuple) -> tuple[ast.AST, str]:
         pass_name, candidate = winner[:2]
         self.stats.accepted += 1
         self.stats.passes[pass_name] = self.stats.passes.get(pass_name, 0) + 1
         self.history.append(candidate)
         return ast.parse(candidate), candidate
 
-    def _first_interesting(self, pending: Sequence[tuple[str, str, ast.AST, int]]):
-        """Test a batch (in parallel when allowed); the earliest interesting one wins (deterministic)."""
+    def _first_interesting(self, pending: Sequence[tuple]):
+        """Test a batch (in parallel when allowed); the earliest interesting one wins (deterministic).
+        The rewrites that failed are remembered (see the module docstring)."""
         results = list(self.pool.map(lambda item: self._test(item[1]), pending))
+        if not self._out_of_budget():  # a candidate the deadline stopped says nothing
+            self.failed_edits.update(item[4] for item, ok in zip(pending, results) if not ok and item[4] is not None)
         return next((item for item, ok in zip(pending, results) if ok), None)
 
     def _test(self, candidate: str, use_cache: bool = True) -> bool:
@@ -196,6 +216,26 @@ class Reducer:
         if not self.stats.stop_reason.startswith("flaky"):
             self.stats.stop_reason = reason
         return ReduceResult(source, self.stats)
+
+
+def top_level_texts(tree: ast.AST) -> list[str]:
+    return [ast.unparse(node) for node in getattr(tree, "body", [])]
+
+
+def rewritten_statement(before: list[str], candidate_tree: ast.AST) -> tuple[str, str] | None:
+    """(before, after) of the one top-level statement a candidate rewrites; None when it deletes,
+    adds or rewrites more than one (such a candidate is judged by its whole text only)."""
+    after = getattr(candidate_tree, "body", [])
+    if len(after) != len(before):
+        return None
+    changed = None
+    for index, node in enumerate(after):
+        text = ast.unparse(node)
+        if text != before[index]:
+            if changed is not None:
+                return None
+            changed = (before[index], text)
+    return changed
 
 
 class _Inline:

@@ -328,3 +328,16 @@ def test_without_dead_code_is_the_all_at_once_candidate_as_text():
     cleaned = without_dead_code(DEAD)
     assert "import math" not in cleaned and "self.head" not in cleaned and "deque" in cleaned
     assert without_dead_code(cleaned) == cleaned and without_dead_code("def (") == "def ("
+
+
+def test_an_edit_that_failed_is_not_retried_on_the_same_statement_until_a_round_confirms_the_fixpoint():
+    """Dropping 'long_name_here' fails while the print still says 'extra'; the print loses 'extra'
+    later in the same round. The next round skips the remembered failure (the first statement has
+    not changed), and the round that remembers nothing finds that it now succeeds."""
+    def holds(source: str) -> bool:
+        return all(part in source for part in ("'keep'", "f(", "print(")) and (
+            "extra" not in source or "long_name_here" in source)
+
+    result = reduce_source("a = f('keep', 'long_name_here')\nprint('extra')\n", holds)
+    assert result.source == "a = f('keep')\nprint()\n"
+    assert result.stats.failures_recalled >= 1 and result.stats.stop_reason.startswith("fixpoint")
