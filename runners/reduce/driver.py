@@ -16,7 +16,7 @@ import copy
 import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from runners.reduce.base import Edit, Predicate, ReduceResult, ReduceStats, count_tokens, format_source, size_key
 from runners.reduce.checks import sure_errors
@@ -55,7 +55,7 @@ class Reducer:
         started = time.monotonic()
         self.deadline = started + self.budget_s
         self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
-        self.history = []
+        self.history, self.failed_edits, self.recall_failures = [], set(), True
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
@@ -103,7 +103,7 @@ class Reducer:
         changed, restart, resume_at = False, True, 0
         while restart and not self._out_of_budget():
             restart = False
-            pending: list[tuple[str, str, ast.AST, int, tuple[str, str] | None]] = []
+            pending: list[Candidate] = []
             statements = top_level_texts(tree)
             edits = make_edits(tree, self.replacements) if make_edits is expression_edits else make_edits(tree)
             for position, (pass_name, edit) in enumerate(edits):
@@ -129,12 +129,12 @@ class Reducer:
                     self.stats.failures_recalled += 1
                     continue
                 self.stats.candidates += 1
-                pending.append((pass_name, candidate, candidate_tree, position, change))
+                pending.append(Candidate(pass_name, candidate, candidate_tree, position, change))
                 if len(pending) >= self.batch:
                     winner = self._first_interesting(pending)
                     pending = []
                     if winner:
-                        tree, best, resume_at = *self._accept(winner), winner[3]
+                        tree, best, resume_at = *self._accept(winner), winner.position
                         changed = restart = True
                         break
                 if self._out_of_budget():
@@ -142,7 +142,7 @@ class Reducer:
             if not restart and pending and not self._out_of_budget():
                 winner = self._first_interesting(pending)
                 if winner:
-                    tree, best, resume_at = *self._accept(winner), winner[3]
+                    tree, best, resume_at = *self._accept(winner), winner.position
                     changed = restart = True
         return tree, best, changed
 
@@ -155,19 +155,18 @@ class Reducer:
         errors = sure_errors(tree)
         return errors is not None and not errors <= self.allowed_errors
 
-    def _accept(self, winner: tuple) -> tuple[ast.AST, str]:
-        pass_name, candidate = winner[:2]
+    def _accept(self, winner: "Candidate") -> tuple[ast.AST, str]:
         self.stats.accepted += 1
-        self.stats.passes[pass_name] = self.stats.passes.get(pass_name, 0) + 1
-        self.history.append(candidate)
-        return ast.parse(candidate), candidate
+        self.stats.passes[winner.pass_name] = self.stats.passes.get(winner.pass_name, 0) + 1
+        self.history.append(winner.source)
+        return ast.parse(winner.source), winner.source
 
-    def _first_interesting(self, pending: Sequence[tuple]):
+    def _first_interesting(self, pending: Sequence["Candidate"]) -> "Candidate | None":
         """Test a batch (in parallel when allowed); the earliest interesting one wins (deterministic).
         The rewrites that failed are remembered (see the module docstring)."""
-        results = list(self.pool.map(lambda item: self._test(item[1]), pending))
+        results = list(self.pool.map(lambda item: self._test(item.source), pending))
         if not self._out_of_budget():  # a candidate the deadline stopped says nothing
-            self.failed_edits.update(item[4] for item, ok in zip(pending, results) if not ok and item[4] is not None)
+            self.failed_edits.update(item.change for item, ok in zip(pending, results) if not ok and item.change is not None)
         return next((item for item, ok in zip(pending, results) if ok), None)
 
     def _test(self, candidate: str, use_cache: bool = True) -> bool:
@@ -216,6 +215,14 @@ class Reducer:
         if not self.stats.stop_reason.startswith("flaky"):
             self.stats.stop_reason = reason
         return ReduceResult(source, self.stats)
+
+
+class Candidate(NamedTuple):
+    pass_name: str
+    source: str
+    tree: ast.AST
+    position: int  # of its edit in the pass: after it is accepted the pass goes on from there
+    change: tuple[str, str] | None  # rewritten_statement(): what a failure is remembered by
 
 
 def top_level_texts(tree: ast.AST) -> list[str]:
