@@ -7,7 +7,7 @@ from typing import Iterator, Sequence
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.paths import (
-    child_expressions, replace_with, replace_with_child, resolve, statement_lists, walk_paths)
+    child_expressions, replace_with, replace_with_child, resolve, set_child, statement_lists, walk_paths)
 
 
 def statement_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -41,10 +41,13 @@ UNWRAPPABLE = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.
 
 
 def unwrap_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Replace a compound statement by one of its bodies."""
+    """Replace a compound statement by one of its bodies, and split `a, b = x, y` into one
+    assignment each (so the half nothing reads can go)."""
     for owner_path, name in statement_lists(tree):
         owner = resolve(tree, owner_path)
         for index, statement in enumerate(getattr(owner, name)):
+            if _pairs(statement):
+                yield "unwrap", _split_assignment(owner_path, name, index)
             for body_name in ("body", "orelse", "finalbody"):
                 body = getattr(statement, body_name, None)
                 if isinstance(statement, UNWRAPPABLE) \
@@ -65,6 +68,30 @@ def _splice(owner_path: NodePath, name: str, index: int, body_name: str, handler
         if not body:
             return False
         items[index:index + 1] = body
+        return True
+    return edit
+
+
+def _pairs(statement: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) of each name a tuple assignment of a tuple binds; [] for any other statement."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return []
+    target, value = statement.targets[0], statement.value
+    if not (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts) > 1):
+        return []
+    if any(isinstance(n, ast.Starred) for n in target.elts + value.elts):
+        return []
+    return list(zip(target.elts, value.elts))
+
+
+def _split_assignment(owner_path: NodePath, name: str, index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        items = getattr(resolve(tree, owner_path), name)
+        pairs = _pairs(items[index]) if index < len(items) else []
+        if not pairs:
+            return False
+        items[index:index + 1] = [ast.Assign(targets=[target], value=value) for target, value in pairs]
         return True
     return edit
 
@@ -108,7 +135,8 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
     simple expression (the caller knows its domain: e.g. a small tensor for any tensor-making call).
     A bare imported module is never offered as the simpler value (`torch.randn(2)` -> `torch` may
     still fail the same way, but nobody can read that repro), nor is a call's callee
-    (`f(torch.randn(2))` -> `f(torch.randn)` passes a function where a value was)."""
+    (`f(torch.randn(2))` -> `f(torch.randn)` passes a function where a value was). A method call
+    may become its receiver (`Net().eval()` -> `Net()`, `x.contiguous()` -> `x`)."""
     modules = imported_names(tree)
     for path, node in walk_paths(tree):
         if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
@@ -122,9 +150,39 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
             if isinstance(child, ast.Name) and child.id in modules:
                 continue
             yield "expressions", replace_with_child(path, child_name, child_index)
+        if isinstance(node, ast.Call) and _method_receiver(node, modules):
+            yield "expressions", replace_with_receiver(path)
         if isinstance(node, ast.Call):
             for replacement in replacements:
                 yield "expressions", replace_with(path, replacement)
+
+
+def _method_receiver(call: ast.Call, modules: set[str]) -> bool:
+    """Whether `call` is `receiver.method(...)` on a value (not `torch.randn(...)` on a module)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return not (isinstance(root, ast.Name) and root.id in modules and _is_dotted(func.value))
+
+
+def _is_dotted(node: ast.expr) -> bool:
+    """`torch`, `torch.nn.functional`: a module path, not a value reached through one."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def replace_with_receiver(path: NodePath) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        call = resolve(tree, path)
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return False
+        set_child(resolve(tree, path[:-1]), path[-1], call.func.value)
+        return True
+    return edit
 
 
 def imported_names(tree: ast.AST) -> set[str]:
