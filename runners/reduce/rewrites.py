@@ -98,6 +98,82 @@ def parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
         first = 1 if function is not owner else 0  # skip `self`
         for index in range(first, len(function.args.posonlyargs + function.args.args)):
             yield "parameters", _drop_parameter(owner.name, function is not owner, index, index - first)
+    yield from call_parameter_edits(tree)
+
+
+CALL_METHODS = ("forward", "__call__")  # what calling an instance runs
+# nn.Module methods that return the module itself: `Net().eval()` is still the instance
+SELF_RETURNING_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "double", "half", "bfloat16",
+                                    "requires_grad_"})
+
+
+def call_parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Drop a parameter of a module's `forward` (or `__call__`) with the matching argument where an
+    instance is called: `Net()(x, mask)`, `model(x, mask)` for `model = Net()`, and the compiled
+    `torch.compile(model)(x, mask)`. A parameter `forward` never reads otherwise stays, and the
+    call must pass something for it: the reducer then shrinks that argument to `()`."""
+    for owner in getattr(tree, "body", []):
+        if not isinstance(owner, ast.ClassDef):
+            continue
+        method = next((n for n in owner.body if isinstance(n, ast.FunctionDef) and n.name in CALL_METHODS), None)
+        if method is None or method.args.vararg or method.args.posonlyargs:
+            continue
+        for index in range(1, len(method.args.args)):
+            yield "parameters", _drop_call_parameter(owner.name, method.name, index)
+
+
+def _drop_call_parameter(class_name: str, method_name: str, param_index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        owner = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+        method = owner and next((n for n in owner.body if isinstance(n, ast.FunctionDef) and n.name == method_name), None)
+        if method is None or param_index >= len(method.args.args):
+            return False
+        args = method.args
+        parameter = args.args[param_index].arg
+        sites = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and _calls_instance(call.func, class_name, tree)]
+        if not sites:
+            return False
+        defaults_start = len(args.args) - len(args.defaults)
+        for call in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return False
+            if param_index - 1 < len(call.args):
+                del call.args[param_index - 1]
+            elif param_index < defaults_start and not any(k.arg == parameter for k in call.keywords):
+                return False  # the call does not pass a required parameter: not the instance call it looked like
+            call.keywords = [k for k in call.keywords if k.arg != parameter]
+        if param_index >= defaults_start:
+            del args.defaults[param_index - defaults_start]
+        del args.args[param_index]
+        return True
+    return edit
+
+
+def _calls_instance(func: ast.expr, class_name: str, tree: ast.AST) -> bool:
+    """Whether calling `func` calls an instance of `class_name`: `Cls(...)`, a name bound to one, or
+    `torch.compile` of either (a method chain such as `.eval()` on the way is allowed)."""
+    func = _strip_methods(func)
+    if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == class_name:
+        return True
+    if isinstance(func, ast.Call) and _is_compile(func.func) and func.args:
+        return _calls_instance(func.args[0], class_name, tree)
+    if isinstance(func, ast.Name):
+        return any(isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                   and node.targets[0].id == func.id and _calls_instance(node.value, class_name, tree)
+                   for node in ast.walk(tree))
+    return False
+
+
+def _strip_methods(node: ast.expr) -> ast.expr:
+    """`Net().eval().to(d)` -> `Net()`: a chain of method calls on an instance returns it."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING_METHODS:
+        node = node.func.value
+    return node
+
+
+def _is_compile(func: ast.expr) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "compile" and isinstance(func.value, ast.Name)
+            and func.value.id == "torch") or (isinstance(func, ast.Name) and func.id == "compile")
 
 
 def _drop_parameter(name: str, is_class: bool, param_index: int, arg_index: int) -> Edit:
