@@ -136,7 +136,8 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
     A bare imported module is never offered as the simpler value (`torch.randn(2)` -> `torch` may
     still fail the same way, but nobody can read that repro), nor is a call's callee
     (`f(torch.randn(2))` -> `f(torch.randn)` passes a function where a value was). A method call
-    may become its receiver (`Net().eval()` -> `Net()`, `x.contiguous()` -> `x`)."""
+    may become its receiver (`Net().eval()` -> `Net()`, `x.contiguous()` -> `x`), and a
+    comprehension the sequence it runs over (`[p for p in passages]` -> `passages`)."""
     modules = imported_names(tree)
     for path, node in walk_paths(tree):
         if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
@@ -152,6 +153,8 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
             yield "expressions", replace_with_child(path, child_name, child_index)
         if isinstance(node, ast.Call) and _method_receiver(node, modules):
             yield "expressions", replace_with_receiver(path)
+        if isinstance(node, COMPREHENSIONS) and len(node.generators) == 1:
+            yield "expressions", replace_with_iterable(path)
         if isinstance(node, ast.Call):
             for replacement in replacements:
                 yield "expressions", replace_with(path, replacement)
@@ -173,6 +176,19 @@ def _is_dotted(node: ast.expr) -> bool:
     while isinstance(node, ast.Attribute):
         node = node.value
     return isinstance(node, ast.Name)
+
+
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+
+
+def replace_with_iterable(path: NodePath) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        node = resolve(tree, path)
+        if not isinstance(node, COMPREHENSIONS):
+            return False
+        set_child(resolve(tree, path[:-1]), path[-1], node.generators[0].iter)
+        return True
+    return edit
 
 
 def replace_with_receiver(path: NodePath) -> Edit:

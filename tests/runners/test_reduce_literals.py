@@ -67,6 +67,11 @@ def test_a_method_call_gives_way_to_its_receiver_and_a_pair_assignment_splits():
     assert "ready" not in result.source and "label" not in result.source, result.source
 
 
+def test_a_comprehension_gives_way_to_what_it_runs_over():
+    result = reduce_source("items = (3, 4)\nprint(sum([item for item in items]))\n", prints("7\n"))
+    assert " for " not in result.source, result.source
+
+
 def test_an_unread_forward_parameter_goes_with_its_argument_at_every_instance_call():
     source = ("class Scale:\n    def __call__(self, x, mask, factor=2):\n        return x * factor\n\n"
               "model = Scale()\nprint(model(21, [1, 2, 3]), Scale()(21, None, 2))\n")
