@@ -49,13 +49,16 @@ def literal_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
 
 
 def is_literal(node: ast.AST | None) -> bool:
-    """A constant, a negated one, or a short list or tuple of them."""
+    """A constant, a negated one, or a short list, tuple or dict of them."""
     if isinstance(node, ast.Constant):
         return True
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         return isinstance(node.operand, ast.Constant)
     if isinstance(node, (ast.List, ast.Tuple)):
         return len(node.elts) <= MAX_LITERAL_ITEMS and all(is_literal(item) for item in node.elts)
+    if isinstance(node, ast.Dict):
+        return len(node.keys) <= MAX_LITERAL_ITEMS and all(
+            isinstance(key, ast.Constant) and is_literal(value) for key, value in zip(node.keys, node.values))
     return False
 
 

@@ -30,12 +30,13 @@ def test_a_config_dataclass_and_a_loop_over_one_setting_are_written_into_their_r
 
 
 def test_only_settings_bound_once_to_a_literal_are_propagated():
-    source = ("import argparse\nN = 4\nM = compute()\nK = 1\nK += 1\n\nclass Config:\n    depth = 2\n    width = 8\n\n"
+    source = ("import argparse\nN = 4\nM = compute()\nK = 1\nK += 1\nFLAGS = {'max_autotune': True}\n\n"
+              "class Config:\n    depth = 2\n    width = 8\n\n"
               "parser = argparse.ArgumentParser()\nparser.add_argument('--batch-size', type=int, default=8)\n"
               "args = parser.parse_args()\ncfg = Config()\ncfg.width = 16\n"
-              "print(N, M, K, cfg.depth, cfg.width, args.batch_size)\n")
+              "print(N, M, K, FLAGS, cfg.depth, cfg.width, args.batch_size)\n")
     names, attributes = literal_bindings(ast.parse(source))
-    assert names == {"N"}  # M is computed, K is bound twice
+    assert names == {"N", "FLAGS"}  # M is computed, K is bound twice
     assert attributes == {"depth", "batch_size"}  # width is bound twice
 
 
