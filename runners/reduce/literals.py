@@ -35,7 +35,7 @@ MAX_LITERAL_ITEMS = 8  # a longer list or tuple is data, not a setting
 
 
 def literal_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Loops over one value first (they free the most), then names, then attributes."""
+    """Loops over one value first (they free the most), then names, attributes, and defaults no call passes."""
     for path, node in walk_paths(tree):
         if isinstance(node, ast.For) and single_value(node.iter) is not None and not _leaves_early(node):
             yield "literals", _unroll(path)
