@@ -15,8 +15,6 @@ The edits:
   `field(default=...)` or `field(default_factory=lambda: [...])`, or an argparse
   `add_argument("--batch-size", default=8)`. A field that a call sets by keyword, or a class that
   is called with arguments, keeps its readers: its default is not what they read;
-- a parameter with a literal default that no call passes (`def __init__(self, channels=8)` built as
-  `Net()`) becomes that literal in the body, and the parameter goes;
 - `for v in [e]: body` (or `(e,)`, `range(1)`) becomes `v = e` and the body, when nothing in the
   body leaves the loop early.
 The holder left unread then goes with the dead-code pass. Every candidate is still run: a value a
@@ -35,7 +33,12 @@ MAX_LITERAL_ITEMS = 8  # a longer list or tuple is data, not a setting
 
 
 def literal_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Loops over one value first (they free the most), then names, attributes, and defaults no call passes."""
+    """Loops over one value first (they free the most), then names, then attributes.
+
+    A parameter's literal default that no call passes is not written into the body: on the 63-line
+    transformer of tests/repros/large that turned `TinyTransformer(dim=64, ...)` into literals
+    early, and the search stopped at 20 lines where it otherwise reaches 6 (the wrapper's swap for
+    its `Block` needed the token input to have become a float tensor first)."""
     for path, node in walk_paths(tree):
         if isinstance(node, ast.For) and single_value(node.iter) is not None and not _leaves_early(node):
             yield "literals", _unroll(path)
@@ -44,8 +47,6 @@ def literal_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
         yield "literals", _propagate_name(name)
     for attribute in sorted(attributes):
         yield "literals", _propagate_attribute(attribute)
-    for owner, parameter in defaults_never_passed(tree):
-        yield "literals", _propagate_default(owner, parameter)
 
 
 def is_literal(node: ast.AST | None) -> bool:
@@ -313,71 +314,3 @@ def _targets_counted_by_statement(tree: ast.AST) -> set[int]:
         elif isinstance(node, ast.AnnAssign):
             counted.add(id(node.target))
     return counted
-
-
-def _callable_function(owner: ast.stmt) -> ast.FunctionDef | None:
-    """The function that calling a module-level def or class runs (a class's `__init__`)."""
-    if isinstance(owner, ast.FunctionDef):
-        return owner
-    if isinstance(owner, ast.ClassDef):
-        return next((n for n in owner.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-    return None
-
-
-def defaults_never_passed(tree: ast.AST) -> list[tuple[str, str]]:
-    """(def or class name, parameter) for each parameter with a literal default that every call of
-    the def or class leaves out, where the def or class is used only by calling it by name."""
-    found = []
-    for owner in getattr(tree, "body", []):
-        function = _callable_function(owner)
-        if function is None or function.args.vararg or function.args.kwarg:
-            continue
-        calls = _calls_by_name(tree, owner.name)
-        if calls is None:
-            continue
-        skip = 1 if isinstance(owner, ast.ClassDef) else 0
-        positional = function.args.args
-        first_default = len(positional) - len(function.args.defaults)
-        for index in range(max(first_default, skip), len(positional)):
-            parameter = positional[index].arg
-            default = function.args.defaults[index - first_default]
-            if is_literal(default) and not _stores(function, parameter) and all(
-                    len(call.args) <= index - skip and all(k.arg != parameter for k in call.keywords) for call in calls):
-                found.append((owner.name, parameter))
-    return found
-
-
-def _calls_by_name(tree: ast.AST, name: str) -> list[ast.Call] | None:
-    """Every `name(...)` call; None when `name` is also read otherwise (passed on, subclassed) or a
-    call unpacks arguments (which parameters it passes is unknown)."""
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
-    called = {id(call.func) for call in calls}
-    if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in called
-           for n in ast.walk(tree)):
-        return None
-    if any(isinstance(a, ast.Starred) for call in calls for a in call.args) or \
-            any(k.arg is None for call in calls for k in call.keywords):
-        return None
-    return calls
-
-
-def _stores(function: ast.FunctionDef, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load) for n in ast.walk(function))
-
-
-def _propagate_default(owner_name: str, parameter: str) -> Edit:
-    def edit(tree: ast.AST) -> bool:
-        if (owner_name, parameter) not in defaults_never_passed(tree):
-            return False
-        owner = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == owner_name)
-        function = _callable_function(owner)
-        args = function.args
-        index = [a.arg for a in args.args].index(parameter)
-        first_default = len(args.args) - len(args.defaults)
-        default = args.defaults.pop(index - first_default)
-        del args.args[index]
-        for statement in function.body:
-            _replace_reads(statement, lambda n: isinstance(n, ast.Name) and n.id == parameter
-                           and isinstance(n.ctx, ast.Load), default)
-        return True
-    return edit

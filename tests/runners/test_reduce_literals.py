@@ -40,13 +40,6 @@ def test_only_settings_bound_once_to_a_literal_are_propagated():
     assert attributes == {"depth", "batch_size"}  # width is bound twice
 
 
-def test_a_default_no_call_passes_is_written_into_the_body():
-    source = "def f(a, b=2, c=3):\n    return a + b + c\n\nprint(f(1, c=5), f(2))\n"
-    assert candidates(source) == ["def f(a, c=3):\n    return a + 2 + c\nprint(f(1, c=5), f(2))\n"]  # c is passed once
-    passed_on = "class Net:\n    def __init__(self, k=4):\n        self.k = k\n\nNet()\nfactory = Net\n"
-    assert candidates(passed_on) == []  # `factory(8)` could pass it
-
-
 def test_a_default_a_call_overrides_is_not_what_readers_see():
     source = ("from dataclasses import dataclass\n\n@dataclass\nclass Config:\n    width: int = 3\n    depth: int = 2\n\n"
               "small = Config(width=1)\nprint(small.width, small.depth)\n")
