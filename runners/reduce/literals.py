@@ -90,28 +90,32 @@ def _leaves_early(loop: ast.For) -> bool:
 
 def _unroll(path: NodePath) -> Edit:
     def edit(tree: ast.AST) -> bool:
-        for owner_path, field_name in statement_lists(tree):
-            if path[:len(owner_path)] != owner_path or len(path) != len(owner_path) + 1 or path[-1][0] != field_name:
-                continue
-            block, index = getattr(resolve(tree, owner_path), field_name), path[-1][1]
-            loop = block[index] if index is not None and index < len(block) else None
-            value = single_value(loop.iter) if isinstance(loop, ast.For) else None
-            if value is None:
-                return False
-            binding = ast.Assign(targets=[loop.target], value=value)
-            block[index:index + 1] = [binding] + loop.body + loop.orelse
-            return True
-        return False
+        field_name, index = path[-1]
+        block = getattr(resolve(tree, path[:-1]), field_name)
+        loop = block[index]
+        block[index:index + 1] = [ast.Assign(targets=[loop.target], value=single_value(loop.iter))] + loop.body + loop.orelse
+        return True
     return edit
 
 
 def literal_bindings(tree: ast.AST) -> tuple[set[str], set[str]]:
     """(names, attribute names) bound exactly once in the module, to a literal."""
+    names, attributes = _literal_values(tree)
+    return set(names), set(attributes)
+
+
+def _literal_values(tree: ast.AST) -> tuple[dict[str, ast.AST], dict[str, ast.AST]]:
+    """literal_bindings, each with its literal."""
     name_values: dict[str, list[ast.AST | None]] = {}
     attribute_values: dict[str, list[ast.AST | None]] = {}
     class_bodies = _class_body_ids(tree)
     counted = _targets_counted_by_statement(tree)
+    read_names, read_attributes = set(), set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            read_names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            read_attributes.add(node.attr)
         if id(node) in counted:
             continue
         for name, value in _name_bindings(node, id(node) in class_bodies):
@@ -119,9 +123,10 @@ def literal_bindings(tree: ast.AST) -> tuple[set[str], set[str]]:
         for attribute, value in _attribute_bindings(node, id(node) in class_bodies):
             attribute_values.setdefault(attribute, []).append(value)
     overridden = _keywords_and_called_classes(tree)
-    names = {n for n, values in name_values.items() if len(values) == 1 and is_literal(values[0]) and _reads_name(tree, n)}
-    attributes = {a for a, values in attribute_values.items()
-                  if len(values) == 1 and is_literal(values[0]) and a not in overridden and _reads_attribute(tree, a)}
+    names = {n: values[0] for n, values in name_values.items()
+             if len(values) == 1 and is_literal(values[0]) and n in read_names}
+    attributes = {a: values[0] for a, values in attribute_values.items()
+                  if len(values) == 1 and is_literal(values[0]) and a not in overridden and a in read_attributes}
     return names, attributes
 
 
@@ -229,15 +234,6 @@ def _keywords_and_called_classes(tree: ast.AST) -> set[str]:
     return overridden
 
 
-def _reads_name(tree: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(tree))
-
-
-def _reads_attribute(tree: ast.AST, attribute: str) -> bool:
-    return any(isinstance(n, ast.Attribute) and n.attr == attribute and isinstance(n.ctx, ast.Load)
-               for n in ast.walk(tree))
-
-
 def _propagate_name(name: str) -> Edit:
     """Every read of `name` becomes its literal; the one assignment goes."""
     def edit(tree: ast.AST) -> bool:
@@ -270,25 +266,13 @@ def _propagate_attribute(attribute: str) -> Edit:
     """Every read of `.attribute` becomes its literal. The binding stays for the dead-code pass: a
     dataclass field is also a constructor parameter."""
     def edit(tree: ast.AST) -> bool:
-        names, attributes = literal_bindings(tree)
-        if attribute not in attributes:
-            return False
-        value = _attribute_value(tree, attribute)
+        value = _literal_values(tree)[1].get(attribute)
         if value is None:
             return False
         _replace_reads(tree, lambda n: isinstance(n, ast.Attribute) and n.attr == attribute
                        and isinstance(n.ctx, ast.Load), value)
         return True
     return edit
-
-
-def _attribute_value(tree: ast.AST, attribute: str) -> ast.AST | None:
-    class_bodies = _class_body_ids(tree)
-    for node in ast.walk(tree):
-        for name, value in _attribute_bindings(node, id(node) in class_bodies):
-            if name == attribute:
-                return value
-    return None
 
 
 def _replace_reads(tree: ast.AST, is_read, value: ast.AST) -> None:

@@ -69,6 +69,15 @@ def replace_with_child(path: NodePath, child_name: str, child_index: int | None)
     return edit
 
 
+def replace_with_part(path: NodePath, part: NodePath) -> Edit:
+    """Replace the node at `path` by the node at `part` below it: `(("func", None), ("value", None))`
+    is a method call's receiver, `(("generators", 0), ("iter", None))` what a comprehension runs over."""
+    def edit(tree: ast.AST) -> bool:
+        set_child(resolve(tree, path[:-1]), path[-1], resolve(tree, path + part))
+        return True
+    return edit
+
+
 def set_child(parent: ast.AST, step: PathStep, value: ast.AST) -> None:
     name, index = step
     if index is None:

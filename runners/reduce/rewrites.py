@@ -9,6 +9,7 @@ from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.paths import replace_with, resolve, set_child, statement_lists, walk_paths
+from runners.reduce.shape import is_compile
 
 
 def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -160,7 +161,7 @@ def _calls_instance(func: ast.expr, class_name: str, tree: ast.AST) -> bool:
     func = _strip_methods(func)
     if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == class_name:
         return True
-    if isinstance(func, ast.Call) and _is_compile(func.func) and func.args:
+    if isinstance(func, ast.Call) and is_compile(func) and func.args:
         return _calls_instance(func.args[0], class_name, tree)
     if isinstance(func, ast.Name):
         return any(isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
@@ -174,11 +175,6 @@ def _strip_methods(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING_METHODS:
         node = node.func.value
     return node
-
-
-def _is_compile(func: ast.expr) -> bool:
-    return (isinstance(func, ast.Attribute) and func.attr == "compile" and isinstance(func.value, ast.Name)
-            and func.value.id == "torch") or (isinstance(func, ast.Name) and func.id == "compile")
 
 
 def _drop_parameter(name: str, is_class: bool, param_index: int, arg_index: int) -> Edit:

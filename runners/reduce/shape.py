@@ -75,7 +75,8 @@ def _entry_points(tree: ast.AST) -> set[str]:
     return {name for node in ast.walk(tree) if (name := _torch_attribute(node)) in ENTRY_POINTS}
 
 
-def _is_compile(node: ast.AST) -> bool:
+def is_compile(node: ast.AST) -> bool:
+    """`torch.compile` itself, or a call of it."""
     target = node.func if isinstance(node, ast.Call) else node
     return _torch_attribute(target) == "compile"
 
@@ -84,9 +85,9 @@ def _compiled_names(tree: ast.AST) -> set[str]:
     """Names bound to a compiled callable: `f = torch.compile(...)`, `@torch.compile def f`."""
     names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and _is_compile(node.value):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and is_compile(node.value):
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(_is_compile, node.decorator_list)):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(is_compile, node.decorator_list)):
             names.add(node.name)
     return names
 
@@ -95,7 +96,7 @@ def _compiled_inputs(call: ast.Call, compiled: set[str]) -> list[ast.expr]:
     """The inputs a call hands to compiled code: a compiled callable's arguments, or
     `torch.export.export(module, (inputs...))`'s example inputs."""
     func = call.func
-    if (isinstance(func, ast.Call) and _is_compile(func)) or (isinstance(func, ast.Name) and func.id in compiled):
+    if (isinstance(func, ast.Call) and is_compile(func)) or (isinstance(func, ast.Name) and func.id in compiled):
         return list(call.args)
     if _torch_attribute(func) == "export" and len(call.args) >= 2 and isinstance(call.args[1], (ast.Tuple, ast.List)):
         return list(call.args[1].elts)
@@ -108,7 +109,7 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[as
     methods those call by name, transitively."""
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
     classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    roots = [n for n in functions.values() if any(map(_is_compile, n.decorator_list))]
+    roots = [n for n in functions.values() if any(map(is_compile, n.decorator_list))]
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args:
             roots.extend(_traced_by(_resolved(call.args[0], bindings), functions, classes))

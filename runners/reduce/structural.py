@@ -7,7 +7,7 @@ from typing import Iterator, Sequence
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.paths import (
-    child_expressions, replace_with, replace_with_child, resolve, set_child, statement_lists, walk_paths)
+    child_expressions, replace_with, replace_with_child, replace_with_part, resolve, statement_lists, walk_paths)
 
 
 def statement_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -152,53 +152,27 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
                 continue
             yield "expressions", replace_with_child(path, child_name, child_index)
         if isinstance(node, ast.Call) and _method_receiver(node, modules):
-            yield "expressions", replace_with_receiver(path)
+            yield "expressions", replace_with_part(path, RECEIVER)
         if isinstance(node, COMPREHENSIONS) and len(node.generators) == 1:
-            yield "expressions", replace_with_iterable(path)
+            yield "expressions", replace_with_part(path, ITERABLE)
         if isinstance(node, ast.Call):
             for replacement in replacements:
                 yield "expressions", replace_with(path, replacement)
 
 
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+RECEIVER = (("func", None), ("value", None))  # `x` of `x.method(...)`
+ITERABLE = (("generators", 0), ("iter", None))  # `xs` of `[f(x) for x in xs]`
+
+
 def _method_receiver(call: ast.Call, modules: set[str]) -> bool:
     """Whether `call` is `receiver.method(...)` on a value (not `torch.randn(...)` on a module)."""
-    func = call.func
-    if not isinstance(func, ast.Attribute):
+    if not isinstance(call.func, ast.Attribute):
         return False
-    root = func.value
+    root = call.func.value
     while isinstance(root, ast.Attribute):
         root = root.value
-    return not (isinstance(root, ast.Name) and root.id in modules and _is_dotted(func.value))
-
-
-def _is_dotted(node: ast.expr) -> bool:
-    """`torch`, `torch.nn.functional`: a module path, not a value reached through one."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)
-
-
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
-
-
-def replace_with_iterable(path: NodePath) -> Edit:
-    def edit(tree: ast.AST) -> bool:
-        node = resolve(tree, path)
-        if not isinstance(node, COMPREHENSIONS):
-            return False
-        set_child(resolve(tree, path[:-1]), path[-1], node.generators[0].iter)
-        return True
-    return edit
-
-
-def replace_with_receiver(path: NodePath) -> Edit:
-    def edit(tree: ast.AST) -> bool:
-        call = resolve(tree, path)
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
-            return False
-        set_child(resolve(tree, path[:-1]), path[-1], call.func.value)
-        return True
-    return edit
+    return not (isinstance(root, ast.Name) and root.id in modules)
 
 
 def imported_names(tree: ast.AST) -> set[str]:
