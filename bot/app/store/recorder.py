@@ -56,7 +56,7 @@ class DeliveryRecorder:
         try:
             return outcome.result(self.wait_s)
         except FutureTimeout:
-            raise StoreBusy(f"delivery {delivery_id} not committed within {self.wait_s:.0f} s") from None
+            raise StoreBusy(f"delivery {delivery_id} not committed within {self.wait_s:g} s") from None
         except sqlite3.OperationalError as exc:  # "database is locked" after the busy timeout
             raise StoreBusy(f"delivery {delivery_id}: {exc}") from exc
 

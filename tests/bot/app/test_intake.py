@@ -122,7 +122,10 @@ def test_a_commit_slower_than_the_wait_is_a_store_busy_not_a_hang(tmp_path):
             recorder.record("late", "issues", "labeled", job(1))
     finally:
         blocker.execute("COMMIT")
-    # the intake thread got the lock after all: the delivery is in, and a redelivery is a duplicate
+    # the intake thread got the lock after all: the delivery is in, and a redelivery is a duplicate.
+    # The redelivery waits as long as a webhook request would: the thread's busy handler may sleep
+    # up to 100 ms before it sees the lock free, longer than this test's 0.1 s on a loaded machine.
+    recorder.wait_s = 5
     assert recorder.record("late", "issues", "labeled", job(1)) is None
     assert store.job_counts() == {"queued": 1}
 
