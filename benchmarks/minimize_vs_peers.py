@@ -1,6 +1,6 @@
 """`pt2-triage minimize` against two peer reducers, on real PT2 failures (CPU), like for like.
 
-Each case in benchmarks/minimize_cases/ is a 38-60 line script that fails with one PT2 failure
+Each case in benchmarks/minimize_cases/ is a 38-72 line script that fails with one PT2 failure
 (graph break, Inductor compile/runtime/accuracy bug, recompilation, export, AOTAutograd, AOTInductor,
 Dynamo internal error, dynamic shapes) buried in model code that has nothing to do with it. Cases
 whose header says `# held out: ...` were written after the reducer's last change and never used to
