@@ -11,7 +11,8 @@ KeyboardInterrupt.
 
 The evidence: when an exception escapes the script, one JSON line goes to EVIDENCE_FD before the
 traceback is printed: {"type": "module.QualName", "message", "frames": [[file, line, function]...],
-"cause", "context", "suppress_context"} (sizes capped here and again by the reader). We catch the
+"raise_site" (the source line of the innermost frame, as the traceback prints it), "cause", "context",
+"suppress_context"} (sizes capped here and again by the reader). We catch the
 exception around the script rather than through sys.excepthook, which the script may replace.
 
 What the evidence is worth: the fd belongs to the script's own process, so a script that targets the
@@ -22,11 +23,13 @@ launcher, and ignores the channel when the status is 0. Printed text is never ev
 Standalone (stdlib only, no project imports): it runs under whichever Python the repro uses.
 """
 import json
+import linecache
 import os
 import signal
 import sys
 
 MAX_MESSAGE_CHARS = 2000
+MAX_SOURCE_CHARS = 300
 MAX_FRAMES = 64  # the innermost ones
 MAX_CHAIN = 5
 MAX_EVIDENCE_BYTES = 60000  # under a pipe's 64 KiB, so the write never blocks on a reader that is gone
@@ -54,6 +57,18 @@ def frames_of(tb) -> list:
     return frames[-MAX_FRAMES:]
 
 
+def raise_site(tb) -> str:
+    """The source line of the innermost frame ("assert torch.allclose(a, b)"), "" if unreadable."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return ""
+    try:
+        return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip()[:MAX_SOURCE_CHARS]
+    except Exception:  # noqa: BLE001 - a missing or undecodable file: no source, as in a traceback
+        return ""
+
+
 def describe(exc, depth: int = 0, seen=None):
     """The JSON-safe description of `exc` and (to MAX_CHAIN levels) its cause and context."""
     if exc is None or depth > MAX_CHAIN:
@@ -63,6 +78,7 @@ def describe(exc, depth: int = 0, seen=None):
         return None
     seen.add(id(exc))
     return {"type": qualified_name(type(exc)), "message": safe_str(exc), "frames": frames_of(exc.__traceback__),
+            "raise_site": raise_site(exc.__traceback__),
             "cause": describe(exc.__cause__, depth + 1, seen),
             "context": describe(exc.__context__, depth + 1, seen),
             "suppress_context": bool(exc.__suppress_context__)}

@@ -109,7 +109,9 @@ def _clean_exception(value, depth: int = 0) -> dict | None:
             frames.append([frame[0][:500], frame[1], frame[2][:200]])
         if len(frames) >= 64:
             break
-    return {"type": kind[:200], "message": message[:2000], "frames": frames,
+    site = value.get("raise_site")
+    site = " ".join(site.split())[:300] if isinstance(site, str) else ""  # one line: it is rendered under a frame
+    return {"type": kind[:200], "message": message[:2000], "frames": frames, "raise_site": site,
             "cause": _clean_exception(value.get("cause"), depth + 1),
             "context": _clean_exception(value.get("context"), depth + 1),
             "suppress_context": value.get("suppress_context") is True}

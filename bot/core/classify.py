@@ -228,6 +228,8 @@ class Classifier:
                 found.append(Evidence(exc.line + exc.message.count("\n", 0, m.start()), _line_at(exc.message, m.start())))
             elif pattern.scope == "origin" and exc.origin and regex.search(exc.origin):
                 found.append(Evidence(exc.line, exc.head))
+            elif pattern.scope == "raise_site" and exc.raise_site and regex.search(exc.raise_site):
+                found.append(Evidence(exc.line, f"{exc.head}  (raised by `{exc.raise_site}`)"))
             elif pattern.scope == "frames" and (frame := next((f for f in exc.frames if regex.search(_frame_text(f))), None)):
                 found.append(Evidence(exc.line, f'{exc.head}  (via {frame.path}, in {frame.function})'))
         return found

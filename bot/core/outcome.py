@@ -41,6 +41,8 @@ def render_uncaught(exception: Mapping | None) -> str:
         lines = ["Traceback (most recent call last):"]
         for path, line, function in list(item.get("frames") or [])[-MAX_RENDERED_FRAMES:]:
             lines.append(f'  File "{path}", line {line}, in {function}')
+        if item.get("frames") and item.get("raise_site"):
+            lines.append(f'    {item["raise_site"]}')  # the statement that raised, as CPython prints it
         message = str(item.get("message") or "")
         kind = str(item.get("type") or "Exception").removeprefix("builtins.")
         lines.append(f"{kind}: {message}" if message else kind)

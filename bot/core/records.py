@@ -18,11 +18,13 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Frame:
-    """One traceback frame: the file as printed (absolute or torch-relative), its line, the function."""
+    """One traceback frame: the file as printed (absolute or torch-relative), its line, the function,
+    and the source line CPython printed under it ("" when the text has none)."""
 
     path: str
     line: int
     function: str
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,11 @@ class RaisedException:
     def origin(self) -> str | None:
         """File of the innermost frame: where the exception was raised."""
         return self.frames[-1].path if self.frames else None
+
+    @property
+    def raise_site(self) -> str | None:
+        """The source line of the innermost frame: the statement that raised (an `assert ...`)."""
+        return self.frames[-1].source if self.frames and self.frames[-1].source else None
 
 
 @dataclass(frozen=True)

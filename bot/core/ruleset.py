@@ -21,8 +21,8 @@ from bot.core.tables import (FORBIDDEN_TEST_FILES, ExcerptRules, FeatureRule, Ru
                              parse_excerpts, parse_features, parse_regression, parse_reproduction, parse_test_files)
 
 CATEGORY_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-SCOPES = ("exception", "message", "origin", "frames", "line", "code")
-DECISIVE_SCOPES = ("exception", "message", "origin", "frames")  # the final error, not any line of a log
+SCOPES = ("exception", "message", "origin", "raise_site", "frames", "line", "code")
+DECISIVE_SCOPES = ("exception", "message", "origin", "raise_site", "frames")  # the final error, not any line of a log
 FACTS = ("pt2_context", "pt2_code", "pt2_frames", "no_pt2_frames", "exception", "no_exception", "run_output")
 ARTIFACT_KINDS = ("trace", "compile_debug", "minifier")
 

@@ -18,6 +18,8 @@ from bot.core.records import ExceptionChain, Frame, RaisedException
 NumberedLine = tuple[int, str]  # (1-based line number in the input, cleaned text)
 
 FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')
+SOURCE_MARKER_RE = re.compile(r"^\s*[~^]+\s*$")  # Python 3.11's carets under the failing expression
+MAX_SOURCE_CHARS = 500
 PYTEST_FRAME_RE = re.compile(r"^(?P<path>[^\s:][^:]*\.py):(?P<line>\d+):(?: in (?P<func>\S+)| (?P<exc>\w+))?\s*$")
 HEAD_RE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::(?P<msg>.*))?$")
 TRACEBACK_HEADER = "Traceback (most recent call last):"
@@ -84,16 +86,29 @@ def is_traceback_header(text: str) -> bool:
 
 
 def _cpython_frames(lines: Sequence[NumberedLine], index: int, frames: list[Frame]) -> int:
-    """Collect `File "p", line N, in f` frames from lines[index]; returns the index of the line after them."""
+    """Collect `File "p", line N, in f` frames, each with the source line printed under it, from
+    lines[index]; returns the index of the line after them."""
     while index < len(lines):
         text = lines[index][1]
         frame = FRAME_RE.match(text)
         if frame:
-            frames.append(Frame(frame["path"], int(frame["line"]), (frame["func"] or "").strip()))
+            frames.append(Frame(frame["path"], int(frame["line"]), (frame["func"] or "").strip(),
+                                _frame_source(lines, index + 1)))
         elif text and not text[0].isspace() and not text.startswith("[Previous line"):
             break
         index += 1
     return index
+
+
+def _frame_source(lines: Sequence[NumberedLine], index: int) -> str:
+    """The source line CPython prints under a frame ("" when the next line is another frame, a
+    caret marker or not indented)."""
+    if index >= len(lines):
+        return ""
+    text = lines[index][1]
+    if not text[:1].isspace() or FRAME_RE.match(text) or SOURCE_MARKER_RE.match(text):
+        return ""
+    return text.strip()[:MAX_SOURCE_CHARS]
 
 
 def _ipython_frames(lines: Sequence[NumberedLine], index: int, frames: list[Frame]) -> int:

@@ -20,6 +20,7 @@ def test_a_real_exception_is_reported_with_type_frames_and_chain(runner):
     report = result.uncaught_exception
     assert result.exit_code == 1 and report["type"] == "builtins.RuntimeError" and report["message"] == "outer"
     assert report["frames"] == [["/sandbox/repro.py", 6, "<module>"]]
+    assert report["raise_site"] == "raise RuntimeError('outer') from exc"
     assert report["cause"]["type"] == "builtins.KeyError" and report["cause"]["frames"][-1][2] == "inner"
     assert "Traceback" in result.stderr  # still printed as python prints it
 
@@ -52,6 +53,8 @@ def test_malformed_claims_are_dropped():
     assert parse_evidence(b"[" * 100000, 1) is None
     assert parse_evidence(b'{"type": 1, "message": "x"}\n', 1) is None
     claim = b'{"type": "a.B", "message": "m", "frames": [["f", "1", "g"], ["f", 2, "g"]], "cause": {"type": "c.D"}}'
-    assert parse_evidence(claim, 1) == {"type": "a.B", "message": "m", "frames": [["f", 2, "g"]], "cause": None,
-                                        "context": None, "suppress_context": False}
+    assert parse_evidence(claim, 1) == {"type": "a.B", "message": "m", "frames": [["f", 2, "g"]], "raise_site": "",
+                                        "cause": None, "context": None, "suppress_context": False}
+    multiline = b'{"type": "a.B", "message": "m", "frames": [["f", 2, "g"]], "raise_site": "assert x\\n  File \\"y\\""}'
+    assert parse_evidence(multiline, 1)["raise_site"] == 'assert x File "y"'  # never a line of its own
     assert parse_evidence(claim, 0) is None

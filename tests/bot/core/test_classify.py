@@ -138,6 +138,32 @@ def test_mismatch_in_plain_eager_code_is_not_pt2(classifier):
     assert classifier.classify_text(text, report=False).category == "not_pt2"
 
 
+OWN_CHECK_FAILED = """\
+Traceback (most recent call last):
+  File "/tmp/ema.py", line 58, in <module>
+    main()
+  File "/tmp/ema.py", line 52, in main
+    assert torch.allclose(eager_logits, compiled_logits, atol=1e-4), (
+AssertionError: step 0: teacher logits differ by 1.0453
+"""
+
+
+def test_the_scripts_own_value_check_failing_under_compile_is_accuracy(classifier):
+    """Real repros check their own numbers: `assert torch.allclose(eager, compiled)` raising is an
+    accuracy failure, though no torch frame and no PT2 word is in the error."""
+    script = "compiled_teacher = torch.compile(teacher)\n"
+    result = classifier.classify(OWN_CHECK_FAILED.encode(), context=script, report=False)
+    assert (result.category, result.rule) == ("accuracy", "failed_value_check")
+    assert "raised by `assert torch.allclose(" in result.evidence[0].text
+
+
+def test_an_assert_on_anything_but_values_is_not_read_as_a_value_check(classifier):
+    shape_check = OWN_CHECK_FAILED.replace("assert torch.allclose(eager_logits, compiled_logits, atol=1e-4), (",
+                                           "assert logits.shape == (4, 5), (")
+    script = "compiled_teacher = torch.compile(teacher)\n"
+    assert classifier.classify(shape_check.encode(), context=script, report=False).rule != "failed_value_check"
+
+
 def test_eager_oom_in_an_issue_that_mentions_compile_in_passing_is_not_pt2(classifier):
     text = ("We use torch.compile elsewhere in the project, but this fails before it.\n"
             + _traceback(USER, SITE + "torch/nn/modules/module.py", SITE + "torch/nn/modules/linear.py",

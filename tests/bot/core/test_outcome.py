@@ -39,6 +39,16 @@ def test_the_launchers_exception_comes_last_so_it_is_the_final_error(classifier)
     assert (verdict.category, verdict.rule) == ("graph_break", "unsupported_exception")
 
 
+def test_the_statement_that_raised_is_rendered_under_the_innermost_frame(classifier):
+    failed_check = {"type": "builtins.AssertionError", "message": "differ by 18.2",
+                    "frames": [["/sandbox/repro.py", 15, "<module>"]],
+                    "raise_site": "assert torch.allclose(eager, compiled, atol=1e-4)"}
+    text = evidence_text(Run(exit_code=1, uncaught_exception=failed_check))
+    assert text.endswith('line 15, in <module>\n    assert torch.allclose(eager, compiled, atol=1e-4)\nAssertionError: differ by 18.2\n')
+    verdict = classifier.classify(text.encode(), context="torch.compile(head)", report=False)
+    assert (verdict.category, verdict.rule) == ("accuracy", "failed_value_check")
+
+
 def test_a_chained_exception_is_rendered_root_cause_first():
     root = {"type": "builtins.KeyError", "message": "'x'", "frames": [["/site/torch/_dynamo/a.py", 1, "f"]]}
     final = {"type": "torch._dynamo.exc.InternalTorchDynamoError", "message": "KeyError: 'x'", "frames": [], "cause": root}

@@ -29,6 +29,15 @@ def test_chained_exceptions_are_read_root_cause_first():
     assert "Explanation" in chain.root.message
 
 
+def test_each_frame_keeps_the_source_line_printed_under_it():
+    text = CHAINED.replace("    f(torch.randn(3), i)", "    f(torch.randn(3), i)\n      ^^^^^^^^^^^^^^^^^^^^")
+    chain = parse_python_chain(numbered(text))
+    assert chain.final.raise_site == "f(torch.randn(3), i)"
+    assert chain.root.frames[0].source == "raise_unimplemented_cache_limit_exceeded()"
+    bare = parse_python_chain(numbered('Traceback (most recent call last):\n  File "a.py", line 1, in f\nKeyError: 1'))
+    assert bare.final.frames[0].source == "" and bare.final.raise_site is None
+
+
 def test_an_unrelated_earlier_traceback_is_not_part_of_the_final_chain():
     text = "Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nKeyError: 'x'\nretrying...\n" + CHAINED
     chain = parse_python_chain(numbered(text))
