@@ -36,6 +36,7 @@ def preload(modules, seed=None):
             import torch._inductor.config  # noqa: F401
             plant_seed(seed)
             warm_machine_answers()
+            remember_failed_compiles()
     finally:
         del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
         if hidden is not None:
@@ -85,6 +86,88 @@ def plant_seed(seed):
             target = os.path.join(cache_dir(), sub, name)
             if not os.path.exists(target):
                 shutil.copyfile(os.path.join(source, name), target)
+
+
+FAILED_COMPILES = "pt2-triage-failed-compiles"  # under the run's (its job's) Inductor cache directory
+MAX_REMEMBERED_OUTPUT = 1 << 20
+
+
+class _RememberingSubprocess:
+    """`subprocess` as torch's cpp_builder sees it, except that a C++ build that failed once in
+    this job fails again at once, with the compiler's own output, instead of running g++ again.
+
+    Why: minimizing an Inductor C++ compile error, most candidates generate the very same failing
+    kernel (the edit was elsewhere), and its g++ run (about 0.6 s of a 1.2 s warm run on 2 cores)
+    was paid again by each. Faithful because a compiler given the same command and the same
+    sources answers the same: the key is the command and the content of every existing file it
+    names. Only a diagnosed failure is kept (exit status > 0 and "error" in the output), never a
+    killed or timed-out build. torch's own code still raises CppCompileError from the
+    CalledProcessError, so the traceback and message read as without the memo. Successful builds
+    are Inductor's own cache's business, as before."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def run(self, cmd, *args, **kwargs):
+        memo = _memo_path(cmd) if self._is_compile(cmd, args, kwargs) else None
+        if memo is not None and os.path.isfile(memo):
+            with open(memo, "rb") as remembered:
+                returncode, output = remembered.read().split(b"\n", 1)
+            raise self._real.CalledProcessError(int(returncode), cmd, output=output)
+        try:
+            return self._real.run(cmd, *args, **kwargs)
+        except self._real.CalledProcessError as failed:
+            output = failed.stdout or b""
+            if memo is not None and failed.returncode > 0 and b"error" in output and len(output) <= MAX_REMEMBERED_OUTPUT:
+                _write_memo(memo, b"%d\n" % failed.returncode + output)
+            raise
+
+    def _is_compile(self, cmd, args, kwargs):
+        """The shape of cpp_builder's compile call (`_run_compile_cmd`), and no other of its runs."""
+        return (isinstance(cmd, list) and not args and kwargs.get("check") is True and bool(kwargs.get("cwd"))
+                and kwargs.get("stdout") == self._real.PIPE and kwargs.get("stderr") == self._real.STDOUT
+                and not kwargs.get("text") and set(kwargs) == {"cwd", "check", "stdout", "stderr"})
+
+
+def _memo_path(cmd):
+    """The memo file for this build: sha256 of the command and of each file it names; None if
+    anything is unreadable (then no memo)."""
+    import hashlib
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+        digest = hashlib.sha256()
+        for arg in cmd:
+            digest.update(arg.encode() + b"\0")
+            if os.path.isfile(arg):
+                with open(arg, "rb") as named:
+                    digest.update(hashlib.sha256(named.read()).digest())
+        return os.path.join(cache_dir(), FAILED_COMPILES, digest.hexdigest())
+    except Exception:  # noqa: BLE001 - no memo, the build simply runs
+        return None
+
+
+def _write_memo(path, data):
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "wb") as out:
+            out.write(data)
+        os.replace(partial, path)
+    except OSError:
+        pass
+
+
+def remember_failed_compiles():
+    """Route cpp_builder's compiler runs through _RememberingSubprocess (warm runs only)."""
+    try:
+        from torch._inductor import cpp_builder
+        if not isinstance(cpp_builder.subprocess, _RememberingSubprocess):
+            cpp_builder.subprocess = _RememberingSubprocess(cpp_builder.subprocess)
+    except Exception:  # noqa: BLE001 - a torch without it: no saving, nothing else changes
+        pass
 
 
 def forget_isa_answers(cpu_vec_isa):

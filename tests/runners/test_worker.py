@@ -73,6 +73,28 @@ def test_warm_runs_inherit_the_machines_vector_isas_and_they_are_what_a_cold_run
     assert warm.stdout.split(" ", 1)[1] == cold.stdout.split(" ", 1)[1]
 
 
+CPP_COMPILE_ERROR = """\
+import os
+import torch
+import torch._inductor.config as config
+from torch._inductor.runtime.cache_dir_utils import cache_dir
+config.cpp.inject_relu_bug_TESTING_ONLY = "compile_error"
+print(os.path.isdir(os.path.join(cache_dir(), "pt2-triage-failed-compiles")), flush=True)
+torch.compile(lambda x: torch.relu(x) * 2)(torch.randn(8))
+"""
+
+
+@pytest.mark.slow
+def test_a_failed_cpp_build_fails_again_the_same_way_in_the_jobs_next_run(worker, tmp_path):
+    job = str(tmp_path / "job")
+    first, second = (worker.run(RunSpec(script=CPP_COMPILE_ERROR, cache_dir=job)) for _ in range(2))
+    assert first.stdout == "False\n" and second.stdout == "True\n"  # the first run left the memo behind
+    for result in (first, second):
+        assert result.uncaught_exception["type"] == "torch._inductor.exc.InductorError"
+        assert "CppCompileError: C++ compile error" in result.uncaught_exception["message"]
+    assert first.uncaught_exception["message"] == second.uncaught_exception["message"]
+
+
 @pytest.mark.slow
 def test_segfault_in_a_warm_child(worker):
     result = worker.run(RunSpec(script="import ctypes\nctypes.string_at(0)", env={"PYTHONFAULTHANDLER": "1"}))
