@@ -148,13 +148,18 @@ AssertionError: step 0: teacher logits differ by 1.0453
 """
 
 
-def test_the_scripts_own_value_check_failing_under_compile_is_accuracy(classifier):
+@pytest.mark.parametrize("check", ["assert torch.allclose(eager_logits, compiled_logits, atol=1e-4), (",
+                                   "assert (eager_logits == compiled_logits).all()",
+                                   "assert torch.all(eager_logits == compiled_logits)",
+                                   "assert (eager_logits - compiled_logits).abs().max() < 1e-4"])
+def test_the_scripts_own_value_check_failing_under_compile_is_accuracy(classifier, check):
     """Real repros check their own numbers: `assert torch.allclose(eager, compiled)` raising is an
     accuracy failure, though no torch frame and no PT2 word is in the error."""
     script = "compiled_teacher = torch.compile(teacher)\n"
-    result = classifier.classify(OWN_CHECK_FAILED.encode(), context=script, report=False)
+    output = OWN_CHECK_FAILED.replace("assert torch.allclose(eager_logits, compiled_logits, atol=1e-4), (", check)
+    result = classifier.classify(output.encode(), context=script, report=False)
     assert (result.category, result.rule) == ("accuracy", "failed_value_check")
-    assert "raised by `assert torch.allclose(" in result.evidence[0].text
+    assert f"raised by `{check}`" in result.evidence[0].text
 
 
 def test_an_assert_on_anything_but_values_is_not_read_as_a_value_check(classifier):
