@@ -57,14 +57,13 @@ def frames_of(tb) -> list:
     return frames[-MAX_FRAMES:]
 
 
-def raise_site(tb) -> str:
-    """The source line of the innermost frame ("assert torch.allclose(a, b)"), "" if unreadable."""
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    if tb is None:
+def raise_site(frames: list) -> str:
+    """The source line of the innermost of `frames` ("assert torch.allclose(a, b)"), "" if unreadable."""
+    if not frames:
         return ""
+    path, line, _ = frames[-1]
     try:
-        return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip()[:MAX_SOURCE_CHARS]
+        return linecache.getline(path, line).strip()[:MAX_SOURCE_CHARS]
     except Exception:  # noqa: BLE001 - a missing or undecodable file: no source, as in a traceback
         return ""
 
@@ -77,8 +76,9 @@ def describe(exc, depth: int = 0, seen=None):
     if id(exc) in seen:
         return None
     seen.add(id(exc))
-    return {"type": qualified_name(type(exc)), "message": safe_str(exc), "frames": frames_of(exc.__traceback__),
-            "raise_site": raise_site(exc.__traceback__),
+    frames = frames_of(exc.__traceback__)
+    return {"type": qualified_name(type(exc)), "message": safe_str(exc), "frames": frames,
+            "raise_site": raise_site(frames),
             "cause": describe(exc.__cause__, depth + 1, seen),
             "context": describe(exc.__context__, depth + 1, seen),
             "suppress_context": bool(exc.__suppress_context__)}

@@ -4,6 +4,7 @@ the result is still a faithful run (CUDA untouched, no bad-fork flag).
 Runs inside the server's sandbox; imported by `_worker_server.py` from beside it (the directory
 of the script is on sys.path there). Standalone on purpose: stdlib only, no project imports.
 """
+import hashlib
 import os
 import platform
 import sys
@@ -135,7 +136,6 @@ class _RememberingSubprocess:
 def _memo_path(cmd):
     """The memo file for this build: sha256 of the command and of each file it names; None if
     anything is unreadable (then no memo)."""
-    import hashlib
     try:
         from torch._inductor.runtime.cache_dir_utils import cache_dir
         digest = hashlib.sha256()
