@@ -98,8 +98,10 @@ def test_data_dependent_error_under_export_is_an_export_failure(classifier):
 
 
 def test_data_dependent_error_under_compile_is_dynamic_shapes(classifier):
-    text = _traceback(USER, SITE + "torch/_dynamo/eval_frame.py",
-                      error="torch._dynamo.exc.UserError: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0)")
+    # eval_frame.py and UserError are on strict export's path too: the code shows it is torch.compile
+    text = "```python\nout = torch.compile(fn)(x)\n```\n\n" + _traceback(
+        USER, SITE + "torch/_dynamo/eval_frame.py",
+        error="torch._dynamo.exc.UserError: Could not guard on data-dependent expression u0 > 0 (unhinted: u0 > 0)")
     assert classifier.classify_text(text).category == "dynamic_shapes"
 
 
