@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.cli.main import build_classifier, make_runner  # noqa: E402
 from bot.core.classify import Classifier  # noqa: E402
 from bot.pipeline.minimize import Minimizer, keeps_pt2  # noqa: E402
-from bot.pipeline.reproduce import reproduces  # noqa: E402
+from bot.pipeline.reproduce import output_text, reproduces  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
 from runners.safefs import remove_tree  # noqa: E402
 from runners.sandbox import RunResult, RunSpec  # noqa: E402
@@ -126,9 +126,11 @@ class PredicateServer:
         cache_dir = tempfile.mkdtemp(prefix="pt2-predicate-setup-")
         started = time.monotonic()
         self.backend_env: dict[str, str] = {}
+        self.original_output = ""
         try:
             minimizer = self._minimizer(cache_dir, None)
             self.original, result = minimizer.classify_run(self.source)
+            self.original_output = minimizer.original_output = output_text(result)
             self.original_status = result.status
             self.original_run_s = result.duration_s
             self.original_warm = result.warm
@@ -163,6 +165,7 @@ class PredicateServer:
         minimizer.cache_dir = cache_dir
         minimizer.deadline = deadline
         minimizer.backend_env = self.backend_env
+        minimizer.original_output = self.original_output
         return minimizer
 
     # --- the predicate -------------------------------------------------------------------------------

@@ -61,6 +61,17 @@ class Category:
     needs_gpu: bool = False  # reproducing it needs a GPU runner
     regression_test: bool = True  # a regression test is generated for it
     differential: Differential | None = None  # how a run that passed is measured for it (silent failures)
+    # RE2 over a run's output: what shows the failure's cause (a recompile's failed guard). When the
+    # original's output shows it, a minimized candidate's must too (see Category.keeps_cause).
+    minimize_keeps: str | None = None
+
+    def keeps_cause(self, original_output: str, candidate_output: str) -> bool:
+        """Whether a candidate's run still shows the cause the original's showed: a repro that sets
+        `recompile_limit = 0` fails the same way at its first compile, with no guard ever failing."""
+        if self.minimize_keeps is None:
+            return True
+        cause = re2.compile(self.minimize_keeps)
+        return not cause.search(original_output) or bool(cause.search(candidate_output))
 
 
 @dataclass(frozen=True)
@@ -213,7 +224,19 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         needs_gpu=_bool(raw.get("needs_gpu", False), f"{where}.needs_gpu"),
         regression_test=_bool(raw.get("regression_test", True), f"{where}.regression_test"),
         differential=_differential(raw.get("differential"), f"{where}.differential"),
+        minimize_keeps=_regex(raw.get("minimize_keeps"), f"{where}.minimize_keeps"),
     )
+
+
+def _regex(raw: Any, where: str) -> str | None:
+    if raw is None:
+        return None
+    _require(isinstance(raw, str) and raw != "", where, "must be a regular expression")
+    try:
+        re2.compile(raw)
+    except re2.error as exc:
+        raise RulesError(f"{where}: not an RE2 expression ({exc})") from None
+    return raw
 
 
 PROBE_SWITCHES = ("compare", "time", "counters")

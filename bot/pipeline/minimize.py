@@ -115,6 +115,7 @@ class Minimizer:
         self.cache_dir: str | None = None
         self.deadline: float | None = None  # the budget's end; candidate runs in flight stop there
         self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
+        self.original_output = ""  # the original's run output: what a candidate's must still show (keeps_cause)
 
     def run_timeout(self) -> float:
         """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
@@ -128,8 +129,13 @@ class Minimizer:
         return self.classifier.classify_text(output_text(result), context=script), result
 
     def fails_same(self, target: Classification, script: str, env: dict[str, str] | None = None) -> bool:
+        """Same category and signature (same_failure), and the cause the original's run showed still
+        shows (the category's `minimize_keeps`: a recompile's failed guard)."""
         classification, run = self.classify_run(script, self.backend_env if env is None else env)
-        return same_failure(target, classification, run.status)
+        if not same_failure(target, classification, run.status):
+            return False
+        category = self.classifier.ruleset.categories[target.category]
+        return category.keeps_cause(self.original_output, output_text(run))
 
     def cheapest_backend_env(self, original: Classification, script: str) -> dict[str, str]:
         """The probe of the cheapest backend on which the original already fails the same way
@@ -192,6 +198,7 @@ class Minimizer:
         try:
             started = time.monotonic()
             original, result = self.classify_run(script)
+            self.original_output = output_text(result)
             if not keeps_pt2(script):
                 raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
             if not reproduces(original, result.status):

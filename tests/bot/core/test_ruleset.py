@@ -80,6 +80,8 @@ def test_catch_all_rules_are_evidence_and_context_rules_refile_by_entry_point(ru
     (lambda c, p: c["categories"]["accuracy"].pop("labels"), "category 'accuracy': missing field 'labels'"),
     (lambda c, p: c["categories"]["graph_break"]["test_files"].append("test/dynamo/test_misc.py"), "test_misc.py is oversized"),
     (lambda c, p: c["categories"]["accuracy"].__setitem__("pt2", "yes"), "category 'accuracy'.pt2: must be true or false"),
+    (lambda c, p: c["categories"]["recompilation"].__setitem__("minimize_keeps", "(?=x)"),
+     "category 'recompilation'.minimize_keeps: not an RE2 expression"),
     (lambda c, p: p["patterns"][0].__setitem__("regex", "(?<=lookbehind)x"), "pattern 'aoti_entry_point': regex does not compile under RE2"),
     (lambda c, p: p["patterns"][1].__setitem__("category", "nope"), "pattern 'aoti_api_in_error': category 'nope' is not defined"),
     (lambda c, p: p["patterns"][1].__setitem__("in", "everywhere"), "`in` must be one of"),
@@ -93,6 +95,17 @@ def test_a_broken_rules_file_names_the_bad_entry(docs, mutate, message):
     mutate(categories, patterns)
     with pytest.raises(RulesError, match=re.escape(message)):
         parse_ruleset(categories, patterns)
+
+
+def test_a_minimized_recompile_keeps_a_failed_guard(ruleset):
+    """`recompile_limit = 0` hits the limit at the first compile: the same error, but no guard failed,
+    so the repro no longer shows why the user's code recompiles."""
+    recompilation = ruleset.categories["recompilation"]
+    original = "torch._dynamo hit config.recompile_limit (2)\n   last reason: 0/1: temperature == 2.0"
+    assert recompilation.keeps_cause(original, "hit config.recompile_limit (1)\n   last reason: 0/0: t == 0")
+    assert not recompilation.keeps_cause(original, "hit config.recompile_limit (0)\n   last reason: None")
+    assert recompilation.keeps_cause("FailOnRecompileLimitHit", "last reason: None")  # nothing shown to keep
+    assert ruleset.categories["graph_break"].keeps_cause(original, "")  # no such fact for other categories
 
 
 def test_invalid_yaml_is_a_clear_error(tmp_path):

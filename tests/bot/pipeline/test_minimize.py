@@ -8,7 +8,7 @@ import pytest
 
 from bot.core.source import tidy
 from bot.pipeline.minimize import Minimizer, NotReproducible, same_failure
-from bot.pipeline.reproduce import PROBE_ENV
+from bot.pipeline.reproduce import PROBE_ENV, output_text
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.reduce.shape import shape_of
@@ -102,6 +102,36 @@ def test_a_fullgraph_repro_runs_clean_with_the_compiler_off(classifier, pool):
     original, _ = minimizer.classify_run(script)
     assert original.category == "graph_break"
     assert minimizer.needs_compiler_off_check(original, script)
+
+
+RECOMPILES = """\
+import torch
+torch._dynamo.config.recompile_limit = 1
+torch._dynamo.config.fail_on_recompile_limit_hit = True
+
+
+def f(x, t):
+    return x / t
+
+
+for t in range(2):
+    torch.compile(f, backend="eager")(torch.ones(1), t)
+"""
+
+
+@pytest.mark.slow
+def test_a_recompile_repro_keeps_the_guard_that_fails(classifier, pool):
+    """With `recompile_limit = 0` the first compile already hits the limit: the same error and
+    signature, but no guard ever failed, so the user's recompile is gone from the repro."""
+    minimizer = Minimizer(classifier, pool.run)
+    original, result = minimizer.classify_run(RECOMPILES)
+    minimizer.original_output = output_text(result)
+    assert original.category == "recompilation"
+    assert minimizer.fails_same(original, RECOMPILES.replace("range(2)", "(2, 3)"))
+    degenerate = RECOMPILES.replace("recompile_limit = 1", "recompile_limit = 0")
+    classification, _ = minimizer.classify_run(degenerate)
+    assert same_failure(original, classification, "failed")
+    assert not minimizer.fails_same(original, degenerate)
 
 
 @pytest.mark.slow
