@@ -26,6 +26,9 @@ starts it from the beginning again. An edit that failed is not run again while i
 same top-level statement the same way, until a round makes no progress: then one round retries
 everything, so the result is a fixpoint of every edit.
 
+A pass that made progress is followed at once by the dead-code pass, so code it left unread goes
+before a finer pass spends runs on it.
+
 Candidates are cached by their text; a batch of candidates is tested in parallel threads when
 `parallelism > 1` (the predicate should then be thread-safe, e.g. one subprocess per call).
 

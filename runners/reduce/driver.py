@@ -8,7 +8,13 @@ and accepted 11). So an edit that failed is remembered by what it changes: the o
 statement it rewrites, before and after. While it would rewrite the same text the same way, it is
 not run again. Elsewhere the program may have changed in a way that now lets it succeed, so a round
 that makes no progress is followed by one that remembers nothing: the result is a fixpoint of every
-edit, as without the memory."""
+edit, as without the memory.
+
+A pass that made progress is followed at once by the dead-code pass (at most four candidates, none
+when nothing is unread): a dropped argument or parameter often leaves a helper, a layer or a
+config entry unread, and without it the finer passes would spend their runs shrinking code the
+next round deletes in one run (`dynamic_batch_specialized`: 151 expression runs in round one, then
+75 tokens dead at the start of round two)."""
 from __future__ import annotations
 
 import ast
@@ -77,6 +83,8 @@ class Reducer:
                 for make_edits in PASSES:
                     tree, best, changed = self._timed_pass(make_edits, tree, best)
                     progressed |= changed
+                    if changed and make_edits is not dead_code_edits and not self._out_of_budget():
+                        tree, best, _ = self._timed_pass(dead_code_edits, tree, best)
                     if self._out_of_budget():
                         break
                 if self._out_of_budget():

@@ -341,3 +341,23 @@ def test_an_edit_that_failed_is_not_retried_on_the_same_statement_until_a_round_
     result = reduce_source("a = f('keep', 'long_name_here')\nprint('extra')\n", holds)
     assert result.source == "a = f('keep')\nprint()\n"
     assert result.stats.failures_recalled >= 1 and result.stats.stop_reason.startswith("fixpoint")
+
+
+
+def test_code_a_pass_leaves_unread_goes_before_the_next_pass_works_on_it():
+    """While `helper` is called its body matters; dropping `f`'s unused parameter (with the
+    argument that calls it) leaves `helper` unread. The dead-code pass runs right after the pass
+    that made progress, so the finer passes never spend runs shrinking a body that is about to go
+    (on `dynamic_batch_specialized` the next round's dead-code pass found 75 tokens that the
+    expression pass had spent 151 runs around)."""
+    program = ("import torch\n\n\ndef helper(a, b):\n    return torch.relu(a * b + 1)\n\n\n"
+               "def f(x, y):\n    return x.sin()\n\n\nprint(f(torch.ones(1), helper(torch.ones(1), 2)))\n")
+
+    def holds(source: str) -> bool:
+        return "x.sin()" in source and "print(f(torch.ones(1)" in source and (
+            "helper(torch" not in source or "relu(a * b + 1)" in source)
+
+    result = reduce_source(program, holds)
+    assert "helper" not in result.source
+    assert result.stats.passes.get("parameters") and result.stats.passes.get("dead")
+    assert not result.stats.passes.get("arguments") and not result.stats.passes.get("expressions")
