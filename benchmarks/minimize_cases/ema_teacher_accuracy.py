@@ -1,6 +1,5 @@
 # category: accuracy
 # about: an EMA teacher (dataclass settings, deepcopy of the student) compiled and checked against eager each step (injected relu accuracy bug)
-# held out: written 2026-11-28 after the reducer's last change (5f90525), never used to tune it
 import copy
 from dataclasses import dataclass
 
