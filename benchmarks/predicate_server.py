@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.cli.main import build_classifier, make_runner  # noqa: E402
 from bot.core.classify import Classifier  # noqa: E402
 from bot.pipeline.minimize import Minimizer, keeps_pt2  # noqa: E402
-from bot.pipeline.reproduce import output_text, reproduces  # noqa: E402
+from bot.pipeline.reproduce import reproduces  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
 from runners.safefs import remove_tree  # noqa: E402
 from runners.sandbox import RunResult, RunSpec  # noqa: E402
@@ -129,8 +129,8 @@ class PredicateServer:
         self.original_output = ""
         try:
             minimizer = self._minimizer(cache_dir, None)
-            self.original, result = minimizer.classify_run(self.source)
-            self.original_output = minimizer.original_output = output_text(result)
+            self.original, result = minimizer.classify_original(self.source)
+            self.original_output = minimizer.original_output
             self.original_status = result.status
             self.original_run_s = result.duration_s
             self.original_warm = result.warm

@@ -134,6 +134,12 @@ class Minimizer:
                                      cache_dir=self.cache_dir, gpu=self.gpu))
         return self.classifier.classify_text(output_text(result), context=script), result
 
+    def classify_original(self, script: str) -> tuple[Classification, RunResult]:
+        """The original's run, classified; its output is kept for the candidates' keeps_cause check."""
+        original, result = self.classify_run(script)
+        self.original_output = output_text(result)
+        return original, result
+
     def fails_same(self, target: Classification, script: str, env: dict[str, str] | None = None) -> bool:
         """Same category and signature (same_failure), and the cause the original's run showed still
         shows (the category's `minimize_keeps`: a recompile's failed guard)."""
@@ -211,8 +217,7 @@ class Minimizer:
         self.cache_dir = self.given_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         try:
             started = time.monotonic()
-            original, result = self.classify_run(script)
-            self.original_output = output_text(result)
+            original, result = self.classify_original(script)
             if not keeps_pt2(script):
                 raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
             if not reproduces(original, result.status):

@@ -343,7 +343,6 @@ def test_an_edit_that_failed_is_not_retried_on_the_same_statement_until_a_round_
     assert result.stats.failures_recalled >= 1 and result.stats.stop_reason.startswith("fixpoint")
 
 
-
 def test_code_a_pass_leaves_unread_goes_before_the_next_pass_works_on_it():
     """While `helper` is called its body matters; dropping `f`'s unused parameter (with the
     argument that calls it) leaves `helper` unread. The dead-code pass runs right after the pass

@@ -8,7 +8,7 @@ import pytest
 
 from bot.core.source import tidy
 from bot.pipeline.minimize import Minimizer, NotReproducible, same_failure
-from bot.pipeline.reproduce import PROBE_ENV, output_text
+from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.reduce.shape import shape_of
@@ -135,8 +135,7 @@ def test_a_recompile_repro_keeps_the_guard_that_fails(classifier, pool):
     """With `recompile_limit = 0` the first compile already hits the limit: the same error and
     signature, but no guard ever failed, so the user's recompile is gone from the repro."""
     minimizer = Minimizer(classifier, pool.run)
-    original, result = minimizer.classify_run(RECOMPILES)
-    minimizer.original_output = output_text(result)
+    original, _ = minimizer.classify_original(RECOMPILES)
     assert original.category == "recompilation"
     assert minimizer.fails_same(original, RECOMPILES.replace("range(2)", "(2, 3)"))
     degenerate = RECOMPILES.replace("recompile_limit = 1", "recompile_limit = 0")
