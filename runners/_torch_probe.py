@@ -19,6 +19,9 @@ Measurements (silent failures):
                so compiled and eager per-call medians and the first call (compile) time are known
   counters     at exit: Dynamo's frame, graph and graph-break counters and its recorded guard
                failures (recompiles) per function, with the recompile limit in force
+  modules      for each nn.Module subclass the script defines, what its first construction and its
+               first call were given, as plain specs (a tensor's shape, dtype and device; numbers,
+               strings, dataclasses of the script), so the reducer can build that module alone
 A hostile script can tamper with all of this (it runs in the same process); the trusted side
 treats the probe's numbers as evidence of a silent failure, never as proof of a crash.
 """
@@ -34,6 +37,9 @@ ENV = "TRIAGE_TORCH_PROBE"
 TOLERANCE = 1e-3  # torch._dynamo.config.repro_tolerance, what the accuracy minifier compares at
 FP64_MAX_ELEMENTS = 4_000_000  # an fp64 reference only for calls this small (inputs plus parameters)
 MAX_RECORDED_CALLS = 50
+MAX_RECORDED_MODULES = 32
+MAX_SPEC_ITEMS = 16
+MAX_SPEC_DEPTH = 3
 TIMING_REPEATS = 5
 
 _report = {"calls": [], "errors": []}
@@ -58,6 +64,8 @@ def install(config):
 
     if _config.get("compiler") == "off":
         torch.compiler.set_stance("force_eager")
+    if _config.get("modules"):
+        _record_modules(torch)
     original = torch.compile
     if getattr(original, "_pt2_triage_probe", False):
         return _report
@@ -73,6 +81,74 @@ def install(config):
     compile_hook._pt2_triage_probe = True
     torch.compile = compile_hook
     return _report
+
+
+def _record_modules(torch):
+    """`modules`: every nn.Module subclass defined from now on in __main__ has its `__init__` wrapped
+    to remember the outermost construction's arguments, and a global pre-forward hook writes a
+    module's record on its class's first call (eager calls: run this with the compiler off)."""
+    records = _report.setdefault("modules", [])
+    constructed = {}  # id(instance) -> (args, kwargs) of its outermost __init__
+    recorded = set()
+    inherited = torch.nn.Module.__dict__.get("__init_subclass__")
+
+    def init_subclass(cls, **kwargs):
+        if inherited is not None:
+            inherited.__func__(cls, **kwargs)
+        else:
+            super(torch.nn.Module, cls).__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if cls.__module__ == "__main__" and init is not None:
+            cls.__init__ = _remembering_init(init, constructed)
+
+    def pre_forward(module, args):
+        cls = type(module)
+        if cls.__module__ != "__main__" or cls in recorded or len(recorded) >= MAX_RECORDED_MODULES:
+            return None
+        recorded.add(cls)
+        init_args, init_kwargs = constructed.get(id(module), ((), {}))
+        records.append({"class": cls.__qualname__,
+                        "init": [_spec(a) for a in init_args[:MAX_SPEC_ITEMS]],
+                        "init_kw": {str(k): _spec(v) for k, v in list(init_kwargs.items())[:MAX_SPEC_ITEMS]},
+                        "call": [_spec(a) for a in args[:MAX_SPEC_ITEMS]]})
+        return None
+
+    torch.nn.Module.__init_subclass__ = classmethod(init_subclass)
+    torch.nn.modules.module.register_module_forward_pre_hook(pre_forward)
+
+
+def _remembering_init(init, constructed):
+    @functools.wraps(init)
+    def remembering(self, *args, **kwargs):
+        constructed.setdefault(id(self), (args, kwargs))  # a subclass's __init__ runs before its base's
+        return init(self, *args, **kwargs)
+    return remembering
+
+
+def _spec(value, depth=0):
+    """A plain, JSON-able description of an argument; {"other": type name} for what has none."""
+    import dataclasses
+
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return {"tensor": [int(n) for n in value.shape], "dtype": str(value.dtype).removeprefix("torch."),
+                "device": value.device.type, "grad": bool(value.requires_grad)}
+    if isinstance(value, torch.dtype):
+        return {"torch_dtype": str(value).removeprefix("torch.")}
+    if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 200):
+        return {"value": value}
+    if type(value) in (tuple, list) and depth < MAX_SPEC_DEPTH and len(value) <= MAX_SPEC_ITEMS:
+        return {"seq": type(value).__name__, "items": [_spec(v, depth + 1) for v in value]}
+    if (type(value) is dict and depth < MAX_SPEC_DEPTH and len(value) <= MAX_SPEC_ITEMS
+            and all(type(k) is str for k in value)):
+        return {"dict": {k: _spec(v, depth + 1) for k, v in value.items()}}
+    if (dataclasses.is_dataclass(value) and not isinstance(value, type) and depth < MAX_SPEC_DEPTH
+            and type(value).__module__ == "__main__"):
+        return {"dataclass": type(value).__qualname__,
+                "fields": {f.name: _spec(getattr(value, f.name, None), depth + 1)
+                           for f in dataclasses.fields(value)[:MAX_SPEC_ITEMS] if f.init}}
+    return {"other": type(value).__name__}
 
 
 def _overridden(kwargs):

@@ -118,6 +118,7 @@ def _clean_exception(value, depth: int = 0) -> dict | None:
 
 
 MAX_PROBE_CALLS = 64
+MAX_PROBE_MODULES = 32
 
 
 def parse_probe(data: bytes) -> dict | None:
@@ -130,12 +131,18 @@ def parse_probe(data: bytes) -> dict | None:
             continue
         if isinstance(value, dict) and isinstance(value.get("probe"), dict):
             probe = value["probe"]
-            calls = [c for c in probe.get("calls") or [] if isinstance(c, dict)][:MAX_PROBE_CALLS]
+            calls = [c for c in _list(probe.get("calls")) if isinstance(c, dict)][:MAX_PROBE_CALLS]
             return {"calls": [{k: v for k, v in c.items() if isinstance(v, (int, float, bool, str)) and len(k) < 40}
                               for c in calls],
                     "counters": probe.get("counters") if isinstance(probe.get("counters"), dict) else None,
-                    "errors": [str(e)[:300] for e in (probe.get("errors") or [])][:10]}
+                    # what each module of the script was given (runners/reduce/hoist.py validates every field)
+                    "modules": [m for m in _list(probe.get("modules")) if isinstance(m, dict)][:MAX_PROBE_MODULES],
+                    "errors": [str(e)[:300] for e in _list(probe.get("errors"))][:10]}
     return None
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 def parse_evidence(data: bytes, exit_code: int | None) -> dict | None:

@@ -2,6 +2,7 @@
 run that exited 0 never reports one, whatever the script writes where."""
 from __future__ import annotations
 
+from runners.run_output import parse_probe
 from runners.sandbox import RunSpec, parse_evidence
 
 FAKE_TRACEBACK = ("import sys\nprint('Traceback (most recent call last):\\n  File \"x.py\", line 1\\n"
@@ -58,3 +59,11 @@ def test_malformed_claims_are_dropped():
     multiline = b'{"type": "a.B", "message": "m", "frames": [["f", 2, "g"]], "raise_site": "assert x\\n  File \\"y\\""}'
     assert parse_evidence(multiline, 1)["raise_site"] == 'assert x File "y"'  # never a line of its own
     assert parse_evidence(claim, 0) is None
+
+
+def test_a_malformed_probe_report_is_reduced_not_raised():
+    """The probe's line comes from the script's own process: fields of the wrong type are dropped."""
+    report = parse_probe(b'{"probe": {"calls": "x", "modules": 5, "errors": 3, "counters": []}}\n')
+    assert report == {"calls": [], "counters": None, "modules": [], "errors": []}
+    modules = parse_probe(b'{"probe": {"modules": [{"class": "Net"}, "Net", 7]}}\n')["modules"]
+    assert modules == [{"class": "Net"}]  # each field is checked where it is used (runners/reduce/hoist.py)
