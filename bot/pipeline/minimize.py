@@ -12,6 +12,7 @@ The search itself is runners/reduce/; every candidate runs in the sandbox (warm 
 """
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import re
@@ -23,6 +24,7 @@ from typing import Callable
 
 from runners.reduce import ReduceStats, Reducer, count_tokens
 from runners.reduce.dead import without_dead_code
+from runners.reduce.hoist import hoisted_programs
 from bot.core.source import tidy
 from runners.safefs import remove_tree
 from runners.sandbox import RunResult, RunSpec
@@ -56,6 +58,8 @@ CONFIRM_GRACE_S = 5.0
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
 # fullgraph=True it raises "found no compiled frames", so every fullgraph repro "failed without the compiler".)
 COMPILER_OFF_ENV = {PROBE_ENV: json.dumps({"compiler": "off"})}
+# an eager run that records what each of the script's modules was given (runners/reduce/hoist.py)
+MODULES_ENV = {PROBE_ENV: json.dumps({"compiler": "off", "modules": True})}
 
 
 class NotReproducible(Exception):
@@ -195,6 +199,16 @@ class Minimizer:
         log.warning("the script fails with the compiler off too; not checking candidates that way")
         return False
 
+    def hoisted(self, script: str) -> list[str]:
+        """Programs that compile one of the script's modules alone, on inputs like those it was
+        given in an eager run of the script (runners/reduce/hoist.py); none for a script that
+        defines no class, and no run then."""
+        tree = ast.parse(script)
+        if not any(isinstance(node, ast.ClassDef) for node in tree.body):
+            return []
+        _, run = self.classify_run(script, MODULES_ENV)
+        return hoisted_programs(tree, (run.probe or {}).get("modules") or [])
+
     def replacements_for(self, original: Classification, script: str) -> tuple[str, ...]:
         """Small tensors the reducer may put for a tensor-making call: deterministic ones when the
         category's failure is a difference of values (its differential compares outputs)."""
@@ -234,9 +248,10 @@ class Minimizer:
             # the reducer (its uncached re-check of the result and the final classification).
             reserve = RESERVE_RUNS * (result.duration_s + 1)
             self.deadline = started + self.budget_s
+            leaps = self.hoisted(script)
             reduce_s = max(0.0, self.deadline - time.monotonic() - reserve)
             reduced = Reducer(interesting, budget_s=reduce_s, parallelism=self.parallelism,
-                              replacements=replacements).reduce(script)
+                              replacements=replacements).reduce(script, leaps=leaps)
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
             source = self.tidied(reduced.source, interesting) if reduced.source != script else script
             final, _ = self.classify_run(source)  # with the script's own backend: the failure as reported

@@ -58,7 +58,10 @@ class Reducer:
         self.failed_edits: set[tuple[str, str]] = set()  # (top-level statement before, after) of edits that failed
         self.recall_failures = True  # off for the round that confirms a fixpoint
 
-    def reduce(self, source: str) -> ReduceResult:
+    def reduce(self, source: str, leaps: Sequence[str] = ()) -> ReduceResult:
+        """The smallest interesting program the passes reach from `source`. `leaps` are whole
+        programs a caller proposes as a shortcut (hoist.py: the failing module compiled alone); the
+        first of them that is smaller, keeps the shape and is interesting is where round one starts."""
         started = time.monotonic()
         self.deadline = started + self.budget_s
         self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
@@ -76,6 +79,7 @@ class Reducer:
         best = source
         with ThreadPoolExecutor(self.parallelism) if self.parallelism > 1 else _Inline() as pool:
             self.pool = pool
+            tree, best = self._timed_leap(leaps, tree, best)
             reason = "fixpoint: no pass makes progress"
             while True:
                 self.stats.rounds += 1
@@ -94,6 +98,32 @@ class Reducer:
                     break
                 self.recall_failures = progressed  # no progress with edits skipped: retry them all once
         return self._finish(self._confirm(best, source), started, reason)
+
+    def _timed_leap(self, leaps: Sequence[str], tree: ast.AST, best: str) -> tuple[ast.AST, str]:
+        """Test the leaps (in parallel batches, in the caller's order) that a pass would also let
+        through; accept the first interesting one. Counted under the pass name "hoist"."""
+        runs, started = self.stats.runs, time.monotonic()
+        pending = []
+        for position, source in enumerate(leaps):
+            try:
+                candidate_tree = ast.parse(source)
+            except (SyntaxError, ValueError):
+                continue
+            if size_key(source) >= size_key(best) or self._sure_to_fail(candidate_tree):
+                continue
+            if self.shape is not None and not self.shape.kept_by(shape_of(candidate_tree)):
+                self.stats.shape_changes_skipped += 1
+                continue
+            self.stats.candidates += 1
+            pending.append(Candidate("hoist", source, candidate_tree, position, None))
+        winner = None
+        for start in range(0, len(pending), self.batch):
+            if self._out_of_budget() or (winner := self._first_interesting(pending[start:start + self.batch])):
+                break
+        if pending:
+            self.stats.pass_runs["hoist"] = self.stats.runs - runs
+            self.stats.pass_seconds["hoist"] = round(time.monotonic() - started, 2)
+        return self._accept(winner) if winner else (tree, best)
 
     def _timed_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
         """_run_pass, with its runs and wall time added to the statistics under the pass's name."""
@@ -271,5 +301,5 @@ class _Inline:
                 return
 
 
-def reduce_source(source: str, is_interesting: Predicate, **options) -> ReduceResult:
-    return Reducer(is_interesting, **options).reduce(source)
+def reduce_source(source: str, is_interesting: Predicate, leaps: Sequence[str] = (), **options) -> ReduceResult:
+    return Reducer(is_interesting, **options).reduce(source, leaps=leaps)

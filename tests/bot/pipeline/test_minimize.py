@@ -161,6 +161,70 @@ def test_candidates_run_on_the_cheapest_backend_that_shows_the_failure(classifie
     assert minimizer.cheapest_backend_env(original, named) == {}  # a script that names its backend keeps it
 
 
+NESTED = """\
+from dataclasses import dataclass
+import torch
+import torch.nn as nn
+
+
+@dataclass
+class Config:
+    dim: int = 8
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.proj = nn.Linear(cfg.dim, cfg.dim)
+
+    def forward(self, x, mask):
+        if mask.any():
+            x = x.masked_fill(mask[..., None], 0.0)
+        return self.proj(x)
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embed = nn.Embedding(10, cfg.dim)
+        self.layers = nn.ModuleList(Attention(cfg) for _ in range(2))
+        self.head = nn.Linear(cfg.dim, 2)
+
+    def forward(self, tokens, mask):
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.head(x.mean(1))
+
+
+def main():
+    torch.manual_seed(0)
+    model = Encoder(Config(dim=16))
+    compiled = torch.compile(model, fullgraph=True)
+    tokens = torch.randint(0, 10, (2, 5))
+    compiled(tokens, tokens == 0).sum().backward()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@pytest.mark.slow
+def test_the_module_where_the_failure_is_is_compiled_alone_first(classifier, pool):
+    """An eager run records what each module of the script was given; the reducer starts from the
+    innermost module compiled alone on tensors of those shapes, and the outer model is gone."""
+    minimizer = Minimizer(classifier, pool.run, budget_s=120, parallelism=2)
+    leaps = minimizer.hoisted(NESTED)
+    assert leaps[0].splitlines()[-1] == ("torch.compile(Attention(Config(dim=16)), fullgraph=True)"
+                                         "(torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))")
+    result = minimizer.minimize(NESTED)
+    assert result.final.signature == result.original.signature
+    assert result.stats.passes.get("hoist") == 1
+    assert "Encoder" not in result.source and "Embedding" not in result.source
+    assert shape_of(ast.parse(result.source)).input_branch, result.source
+
+
 @pytest.fixture(scope="module")
 def pool():
     with WarmPool(2) as warm:

@@ -1,0 +1,300 @@
+"""Hoisting: compile the module where the failure is, alone, on inputs like the ones it was given.
+
+A maintainer reading a 90-line report with a graph break in `Attention.forward` writes
+`torch.compile(Attention(cfg), fullgraph=True)(torch.randn(4, 24, 32), mask)` first and shrinks
+from there. The passes get there only by shrinking everything around `Attention` until an
+instance edit can swap the outer model for it: on the realistic graph-break report that edit came
+at 145 s of 156, after 500 runs spent on code it then deleted in one step.
+
+What a module was given is known only at run time, so the Minimizer runs the original once with
+the compiler off and the torch probe's `modules` switch (runners/_torch_probe.py): for every
+`nn.Module` class the script defines, the arguments of its first construction and of its first
+call, as plain specs. `hoisted_programs` turns each record into a candidate program: the script's
+definitions and set-up, then the original's entry point (`torch.compile` with its own keywords, or
+`torch.export.export`) applied to that class alone, called on fresh tensors of the recorded shapes
+and dtypes. The reducer tests them (smallest first) before its first round and goes on from the
+first that fails the same way; the others cost a run each.
+
+The records come from the user's script and are not trusted: a class must be one the file
+defines, a keyword a plain identifier, a tensor small and of a known dtype, and anything else
+makes that record unusable. The programs built from them run in the sandbox like any candidate.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import keyword
+import math
+from typing import Any, Sequence
+
+from runners.reduce.base import format_source, size_key
+from runners.reduce.dead import without_dead_code
+from runners.reduce.shape import is_compile
+
+MAX_PROGRAMS = 8
+MAX_DIMS = 8
+MAX_DIM = 1 << 16
+MAX_ELEMENTS = 1 << 24
+# dtype name -> the factory a fresh tensor of it is made with (values rarely matter to a compiler failure;
+# zeros are valid indices, masks and lengths)
+FACTORIES = {
+    "float32": "randn", "float64": "randn", "float16": "randn", "bfloat16": "randn", "complex64": "randn",
+    "int64": "zeros", "int32": "zeros", "int16": "zeros", "int8": "zeros", "uint8": "zeros", "bool": "zeros",
+}
+DEVICES = ("cpu", "cuda")
+
+
+class Unrepresentable(ValueError):
+    """A recorded value this module cannot write as code."""
+
+
+def hoisted_programs(tree: ast.Module, records: Sequence[Any]) -> list[str]:
+    """One program per usable record (see the module docstring), smallest first, at most MAX_PROGRAMS."""
+    entry = entry_call(tree)
+    if entry is None:
+        return []
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    preamble = preamble_of(tree, entry)
+    programs = []
+    for record in records:
+        try:
+            instance = instantiation(record, classes)
+            inputs = [value_expr(spec, classes) for spec in _items(record.get("call"))]
+        except (Unrepresentable, AttributeError, TypeError):
+            continue
+        call = ast.Expr(entry_applied(entry, instance, inputs))
+        body = live_statements(copy.deepcopy(preamble), call) + [call]
+        programs.append(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[]))))
+    return sorted(dict.fromkeys(programs), key=size_key)[:MAX_PROGRAMS]
+
+
+def _without_dead_code(source: str) -> str:
+    """What the program leaves unread deleted (the outer model and the training loop, mostly), to a
+    fixpoint: the smallest of them is then the innermost module, which is tried first."""
+    for _ in range(20):
+        smaller = without_dead_code(source)
+        if smaller == source:
+            break
+        source = smaller
+    return source
+
+
+def entry_call(tree: ast.Module) -> ast.expr | None:
+    """The first PT2 entry point in the file: a `torch.compile` call or decorator, or a
+    `torch.export.export` call (source order)."""
+    found = [node for node in ast.walk(tree) if _is_entry(node)]
+    return min(found, key=lambda node: (node.lineno, node.col_offset), default=None)
+
+
+def _is_entry(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        return is_compile(node) or _is_export(node.func)
+    return isinstance(node, ast.Attribute) and is_compile(node)
+
+
+def _is_export(func: ast.expr) -> bool:
+    """`torch.export.export` or `torch.export`'s `export` imported by name."""
+    if isinstance(func, ast.Attribute) and func.attr == "export":
+        return isinstance(func.value, ast.Attribute) and func.value.attr == "export"
+    return False
+
+
+def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr]) -> ast.expr:
+    """The entry point as the original wrote it (callee and keywords), applied to `instance` alone:
+    `torch.compile(C(...), fullgraph=True)(x, y)` or `torch.export.export(C(...), (x, y))`. An
+    export's `dynamic_shapes` name the original's inputs, so they are left out."""
+    if isinstance(entry, ast.Call) and _is_export(entry.func):
+        keywords = [copy.deepcopy(k) for k in entry.keywords if k.arg not in (None, "dynamic_shapes", "args", "mod")]
+        return ast.Call(func=copy.deepcopy(entry.func),
+                        args=[instance, ast.Tuple(elts=inputs, ctx=ast.Load())], keywords=keywords)
+    if isinstance(entry, ast.Call):
+        keywords = [copy.deepcopy(k) for k in entry.keywords if k.arg not in (None, "model")]
+        compiled = ast.Call(func=copy.deepcopy(entry.func), args=[instance], keywords=keywords)
+    else:
+        compiled = ast.Call(func=copy.deepcopy(entry), args=[instance], keywords=[])
+    return ast.Call(func=compiled, args=inputs, keywords=[])
+
+
+def preamble_of(tree: ast.Module, entry: ast.expr) -> list[ast.stmt]:
+    """What runs before the entry point: the file's definitions and imports wherever they are, its
+    other top-level statements before the one holding the entry, and, when that holder is a
+    function without required parameters (`main()`) or the `if __name__ == "__main__":` block,
+    its own statements before the entry (seeds, config switches, the objects the call needs)."""
+    holder_index = next(i for i, node in enumerate(tree.body) if _contains(node, entry))
+    holder = tree.body[holder_index]
+    kept = [node for i, node in enumerate(tree.body)
+            if not _is_main_guard(node) and (i < holder_index or isinstance(node, DEFINITIONS))]
+    return kept + _leading_statements(holder, entry)
+
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def _leading_statements(holder: ast.stmt, entry: ast.expr) -> list[ast.stmt]:
+    if isinstance(holder, ast.FunctionDef):
+        params = holder.args
+        if len(params.posonlyargs + params.args) > len(params.defaults) or any(d is None for d in params.kw_defaults):
+            return []
+    elif not _is_main_guard(holder):
+        return []
+    leading = []
+    for node in holder.body:
+        if _contains(node, entry):
+            break
+        if any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)) for n in ast.walk(node)):
+            return []
+        leading.append(node)
+    return leading
+
+
+def _contains(node: ast.AST, target: ast.AST) -> bool:
+    return any(n is target for n in ast.walk(node))
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__")
+
+
+def live_statements(statements: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:
+    """`statements` less the plain name assignments nothing after them reads (`model = Net(cfg)`,
+    `opt = AdamW(...)`: the outer model the hoisted call no longer needs). Definitions stay (the
+    dead-code pass judges them); statements with other effects (seeds, config switches) stay."""
+    live = _names_read(last)
+    kept = []
+    for node in reversed(statements):
+        targets = _assigned_names(node)
+        if targets is not None and not isinstance(node, DEFINITIONS) and not targets & live:
+            continue
+        kept.append(node)
+        live |= _names_read(node)
+    return kept[::-1]
+
+
+def _assigned_names(node: ast.stmt) -> set[str] | None:
+    """The names a plain `a = ...` / `a, b = ...` / `a: T = ...` binds; None for any other statement."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else None
+    if targets is None:
+        return None
+    names = set()
+    for target in targets:
+        elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(e, ast.Name) for e in elements):
+            return None
+        names.update(e.id for e in elements)
+    return names
+
+
+def _names_read(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def instantiation(record: dict, classes: dict[str, ast.ClassDef]) -> ast.Call:
+    """`C(args..., key=value...)` for the class a record names, from its recorded construction."""
+    name = record.get("class")
+    if name not in classes:
+        raise Unrepresentable(f"not a class of the file: {name!r}")
+    init_kw = {} if record.get("init_kw") is None else record["init_kw"]
+    if not isinstance(init_kw, dict):
+        raise Unrepresentable("keywords are not a mapping")
+    return ast.Call(func=ast.Name(id=name, ctx=ast.Load()),
+                    args=[value_expr(spec, classes) for spec in _items(record.get("init"))],
+                    keywords=[ast.keyword(arg=_identifier(key), value=value_expr(spec, classes))
+                              for key, spec in init_kw.items()])
+
+
+def value_expr(spec: Any, classes: dict[str, ast.ClassDef], depth: int = 0) -> ast.expr:
+    """The code for one recorded value (runners/_torch_probe.py `_spec`)."""
+    if not isinstance(spec, dict) or depth > 4:
+        raise Unrepresentable("not a spec")
+    if "tensor" in spec:
+        return tensor_expr(spec)
+    if "value" in spec:
+        return _literal(spec["value"])
+    if "torch_dtype" in spec:
+        return _torch_attr(_dtype(spec["torch_dtype"]))
+    if "seq" in spec:
+        items = [value_expr(item, classes, depth + 1) for item in _items(spec.get("items"))]
+        return ast.List(elts=items, ctx=ast.Load()) if spec["seq"] == "list" else ast.Tuple(elts=items, ctx=ast.Load())
+    if "dict" in spec and isinstance(spec["dict"], dict):
+        return ast.Dict(keys=[ast.Constant(_string(key)) for key in spec["dict"]],
+                        values=[value_expr(value, classes, depth + 1) for value in spec["dict"].values()])
+    if "dataclass" in spec and spec["dataclass"] in classes and isinstance(spec.get("fields"), dict):
+        defaults = _field_defaults(classes[spec["dataclass"]])
+        return ast.Call(func=ast.Name(id=spec["dataclass"], ctx=ast.Load()), args=[],
+                        keywords=[ast.keyword(arg=_identifier(key), value=value_expr(value, classes, depth + 1))
+                                  for key, value in spec["fields"].items() if defaults.get(key, _NONE) != value])
+    raise Unrepresentable(f"no code for {str(spec)[:60]}")
+
+
+_NONE = object()
+
+
+def _field_defaults(cls: ast.ClassDef) -> dict[str, dict]:
+    """A dataclass's literal field defaults, as value specs (`dim: int = 32` -> {"value": 32}), so
+    that only the fields the script changed are written out (`Config()` rather than all of them)."""
+    defaults = {}
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            try:
+                defaults[node.target.id] = {"value": ast.literal_eval(node.value)}
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                continue
+    return defaults
+
+
+def tensor_expr(spec: dict) -> ast.expr:
+    """`torch.randn(4, 24, 32)`, `torch.zeros(4, 24, dtype=torch.bool)`: a fresh tensor of the
+    recorded shape, dtype and device (and `requires_grad` when it had it)."""
+    shape, dtype, device = spec.get("tensor"), _dtype(spec.get("dtype")), spec.get("device", "cpu")
+    if (not isinstance(shape, list) or len(shape) > MAX_DIMS
+            or not all(type(n) is int and 0 <= n <= MAX_DIM for n in shape) or math.prod(shape) > MAX_ELEMENTS):
+        raise Unrepresentable("tensor shape")
+    if device not in DEVICES:
+        raise Unrepresentable(f"device {device!r}")
+    factory = FACTORIES[dtype]
+    args = [ast.Constant(n) for n in shape] or [ast.Tuple(elts=[], ctx=ast.Load())]
+    keywords = []
+    if not (factory == "randn" and dtype == "float32"):
+        keywords.append(ast.keyword(arg="dtype", value=_torch_attr(dtype)))
+    if device != "cpu":
+        keywords.append(ast.keyword(arg="device", value=ast.Constant(device)))
+    if spec.get("grad") is True and factory == "randn":
+        keywords.append(ast.keyword(arg="requires_grad", value=ast.Constant(True)))
+    return ast.Call(func=_torch_attr(factory), args=args, keywords=keywords)
+
+
+def _dtype(name: Any) -> str:
+    if name not in FACTORIES:
+        raise Unrepresentable(f"dtype {name!r}")
+    return name
+
+
+def _torch_attr(name: str) -> ast.Attribute:
+    return ast.Attribute(value=ast.Name(id="torch", ctx=ast.Load()), attr=name, ctx=ast.Load())
+
+
+def _literal(value: Any) -> ast.expr:
+    if value is None or type(value) in (bool, int, str) or (type(value) is float and math.isfinite(value)):
+        return ast.Constant(value)
+    raise Unrepresentable("literal")
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise Unrepresentable("not a string")
+    return value
+
+
+def _identifier(name: Any) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise Unrepresentable(f"keyword {name!r}")
+    return name
+
+
+def _items(value: Any) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Unrepresentable("not a list")
+    return value

@@ -1,0 +1,131 @@
+"""Hoisting: programs that compile one of the script's modules alone, from what an eager run recorded."""
+from __future__ import annotations
+
+import ast
+
+from runners.reduce import reduce_source
+from runners.reduce.hoist import hoisted_programs
+
+SCRIPT = """\
+from dataclasses import dataclass
+import torch
+import torch.nn as nn
+
+
+@dataclass
+class Config:
+    dim: int = 8
+    heads: int = 2
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.qkv = nn.Linear(cfg.dim, 3 * cfg.dim)
+
+    def forward(self, x, mask):
+        if mask.any():
+            x = x + 1
+        return self.qkv(x)
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.embed = nn.Embedding(10, cfg.dim)
+        self.attn = Attention(cfg)
+
+    def forward(self, tokens, mask):
+        return self.attn(self.embed(tokens), mask)
+
+
+def main():
+    torch.manual_seed(0)
+    cfg = Config(dim=16)
+    model = Encoder(cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    compiled = torch.compile(model, fullgraph=True)
+    for _ in range(3):
+        compiled(torch.randint(0, 10, (2, 5)), torch.zeros(2, 5, dtype=torch.bool)).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def config(dim=16):
+    return {"dataclass": "Config", "fields": {"dim": {"value": dim}, "heads": {"value": 2}}}
+
+
+def tensor(*shape, dtype="float32", grad=False):
+    return {"tensor": list(shape), "dtype": dtype, "device": "cpu", "grad": grad}
+
+
+# what the probe records for SCRIPT: its classes in the order of their first call
+RECORDS = [
+    {"class": "Encoder", "init": [config()], "init_kw": {}, "call": [tensor(2, 5, dtype="int64"), tensor(2, 5, dtype="bool")]},
+    {"class": "Attention", "init": [config()], "init_kw": {}, "call": [tensor(2, 5, 16, grad=True), tensor(2, 5, dtype="bool")]},
+]
+
+
+def test_the_innermost_module_compiled_alone_comes_first():
+    programs = hoisted_programs(ast.parse(SCRIPT), RECORDS)
+    assert len(programs) == 2
+    inner = programs[0]
+    # the entry point as the user wrote it, on fresh tensors of the recorded shapes; only the
+    # dataclass field the script changed is written out
+    assert inner.splitlines()[-1] == ("torch.compile(Attention(Config(dim=16)), fullgraph=True)"
+                                      "(torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))")
+    # set-up the call does not need is gone, and so is what only it used (the outer model, the loop)
+    assert "torch.manual_seed(0)" in inner
+    for gone in ("class Encoder", "def main", "SGD", "__main__"):
+        assert gone not in inner
+    assert "Encoder(Config(dim=16))" in programs[1]
+
+
+def test_an_export_keeps_its_keywords_but_not_the_originals_dynamic_shapes():
+    script = SCRIPT.replace("compiled = torch.compile(model, fullgraph=True)",
+                            "compiled = torch.export.export(model, (x, m), strict=False, dynamic_shapes=shapes)")
+    program = hoisted_programs(ast.parse(script), RECORDS)[0]
+    assert program.splitlines()[-1] == ("torch.export.export(Attention(Config(dim=16)), (torch.randn(2, 5, 16, "
+                                        "requires_grad=True), torch.zeros(2, 5, dtype=torch.bool)), strict=False)")
+
+
+def test_a_decorated_entry_point_compiles_the_module_the_same_way():
+    script = ("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+              "        return x.sin()\n\n\n@torch.compile\ndef step(model, x):\n    return model(x)\n\n\n"
+              "step(Net(), torch.ones(3))\n")
+    records = [{"class": "Net", "init": [], "init_kw": {}, "call": [tensor(3)]}]
+    assert hoisted_programs(ast.parse(script), records)[0].splitlines()[-1] == "torch.compile(Net())(torch.randn(3))"
+
+
+def test_records_from_the_script_are_not_trusted():
+    """The records come from the user's process: anything this module cannot write as plain code of
+    the file's own classes makes that record unusable, never code of the script's choosing."""
+    hostile = [
+        {"class": "os.system", "init": [], "init_kw": {}, "call": []},  # not a class of the file
+        {"class": "Attention", "init": [config()], "init_kw": {"x=__import__('os')": {"value": 1}}, "call": []},
+        {"class": "Attention", "init": [{"dataclass": "Popen", "fields": {}}], "init_kw": {}, "call": []},
+        {"class": "Attention", "init": [config()], "init_kw": {}, "call": [tensor(1 << 15, 1 << 15)]},  # too big
+        {"class": "Attention", "init": [config()], "init_kw": {}, "call": [tensor(2, dtype="object")]},
+        {"class": "Attention", "init": [config()], "init_kw": {}, "call": [{"tensor": [2], "dtype": "float32",
+                                                                              "device": "meta"}]},
+        {"class": "Attention", "init": [{"value": float("nan")}], "init_kw": {}, "call": []},
+        {"class": "Attention", "init": [{"other": "Generator"}], "init_kw": {}, "call": []},
+        {"class": "Attention", "init": "cfg", "init_kw": {}, "call": []},
+        {"class": "Attention", "init": [], "init_kw": [], "call": []},
+        "not a record",
+    ]
+    assert hoisted_programs(ast.parse(SCRIPT), hostile) == []
+    assert hoisted_programs(ast.parse("import torch\nprint(1)\n"), RECORDS) == []  # no entry point
+
+
+def test_the_reducer_starts_from_the_first_interesting_leap_and_goes_on_from_there():
+    source = "import torch\na = 1\nb = 2\nc = 3\nprint(a, b, c)\nx = torch.compile(print)\n"
+    leaps = ["import torch\nc = 3\nprint(c)\nx = torch.compile(print)\n",  # not interesting: no `b`
+             "import torch\nb = 2\nprint(b, 5)\nx = torch.compile(print)\n"]
+    result = reduce_source(source, lambda text: "b = 2" in text, leaps=leaps)
+    assert result.stats.passes.get("hoist") == 1 and result.stats.pass_runs["hoist"] == 2
+    assert "b = 2" in result.source and "a = 1" not in result.source
