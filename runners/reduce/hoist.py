@@ -55,6 +55,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any]) -> list[str]:
         return []
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     preamble = preamble_of(tree, entry)
+    modules = {record.get("class") for record in records if isinstance(record, dict)}
     programs = []
     for record in records:
         try:
@@ -63,7 +64,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any]) -> list[str]:
         except (Unrepresentable, AttributeError, TypeError):
             continue
         call = ast.Expr(entry_applied(entry, instance, inputs))
-        body = live_statements(copy.deepcopy(preamble), call) + [call]
+        body = live_statements(copy.deepcopy(preamble), call, modules) + [call]
         programs.append(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[]))))
     return sorted(dict.fromkeys(programs), key=size_key)[:MAX_PROGRAMS]
 
@@ -156,19 +157,46 @@ def _is_main_guard(node: ast.stmt) -> bool:
             and node.test.left.id == "__name__")
 
 
-def live_statements(statements: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:
-    """`statements` less the plain name assignments nothing after them reads (`model = Net(cfg)`,
-    `opt = AdamW(...)`: the outer model the hoisted call no longer needs). Definitions stay (the
-    dead-code pass judges them); statements with other effects (seeds, config switches) stay."""
+def live_statements(statements: list[ast.stmt], last: ast.stmt, modules: set[str]) -> list[ast.stmt]:
+    """The set-up the hoisted call still needs. Gone: what uses the script's own model objects (a
+    name bound to an instance of one of `modules`, and whatever is computed from one: the
+    optimizer, the training loop, an eager check and its print), then the plain name assignments
+    nothing after them reads. Definitions stay (the dead-code pass judges them); statements with
+    other effects (seeds, config switches) stay."""
+    return _read_later(_without_model_uses(statements, modules), last)
+
+
+def _without_model_uses(statements: list[ast.stmt], modules: set[str]) -> list[ast.stmt]:
+    derived: set[str] = set()
+    kept = []
+    for node in statements:
+        if isinstance(node, DEFINITIONS):
+            kept.append(node)
+            continue
+        builds_model = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in modules
+                           for n in ast.walk(node))
+        if builds_model or _names_read(node) & derived:
+            derived |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            continue
+        kept.append(node)
+    return kept
+
+
+def _read_later(statements: list[ast.stmt], last: ast.stmt) -> list[ast.stmt]:
     live = _names_read(last)
     kept = []
     for node in reversed(statements):
         targets = _assigned_names(node)
-        if targets is not None and not isinstance(node, DEFINITIONS) and not targets & live:
+        if targets is not None and not targets & live:
             continue
         kept.append(node)
-        live |= _names_read(node)
+        if not isinstance(node, DEFINITIONS) or _defined_name(node) in live:
+            live |= _names_read(node)  # what an unused `def main()` reads keeps nothing alive
     return kept[::-1]
+
+
+def _defined_name(node: ast.stmt) -> str | None:
+    return node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
 
 
 def _assigned_names(node: ast.stmt) -> set[str] | None:

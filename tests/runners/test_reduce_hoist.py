@@ -44,6 +44,7 @@ def main():
     cfg = Config(dim=16)
     model = Encoder(cfg)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    print("eager:", model(torch.zeros(2, 5, dtype=torch.long), torch.zeros(2, 5, dtype=torch.bool)).shape)
     compiled = torch.compile(model, fullgraph=True)
     for _ in range(3):
         compiled(torch.randint(0, 10, (2, 5)), torch.zeros(2, 5, dtype=torch.bool)).sum().backward()
@@ -78,9 +79,10 @@ def test_the_innermost_module_compiled_alone_comes_first():
     # dataclass field the script changed is written out
     assert inner.splitlines()[-1] == ("torch.compile(Attention(Config(dim=16)), fullgraph=True)"
                                       "(torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))")
-    # set-up the call does not need is gone, and so is what only it used (the outer model, the loop)
+    # set-up the call does not need is gone: the outer model and what uses it (the optimizer, the
+    # eager check, the loop), and the definitions only they used
     assert "torch.manual_seed(0)" in inner
-    for gone in ("class Encoder", "def main", "SGD", "__main__"):
+    for gone in ("class Encoder", "def main", "SGD", "eager:", "__main__"):
         assert gone not in inner
     assert "Encoder(Config(dim=16))" in programs[1]
 
