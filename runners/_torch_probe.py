@@ -21,7 +21,10 @@ Measurements (silent failures):
                failures (recompiles) per function, with the recompile limit in force
   modules      for each nn.Module subclass the script defines, what its first construction and its
                first call were given, as plain specs (a tensor's shape, dtype and device; numbers,
-               strings, dataclasses of the script), so the reducer can build that module alone
+               strings, dataclasses of the script), so the reducer can build that module alone.
+               Nothing is compiled or exported: the first call of a torch.compile'd callable, or
+               torch.export.export's example inputs, run eagerly and the script then stops (exit 0;
+               an AOTInductor repro would otherwise pay its whole C++ build for the record)
 A hostile script can tamper with all of this (it runs in the same process); the trusted side
 treats the probe's numbers as evidence of a silent failure, never as proof of a crash.
 """
@@ -66,6 +69,7 @@ def install(config):
         torch.compiler.set_stance("force_eager")
     if _config.get("modules"):
         _record_modules(torch)
+        return _report
     original = torch.compile
     if getattr(original, "_pt2_triage_probe", False):
         return _report
@@ -115,6 +119,43 @@ def _record_modules(torch):
 
     torch.nn.Module.__init_subclass__ = classmethod(init_subclass)
     torch.nn.modules.module.register_module_forward_pre_hook(pre_forward)
+    _stop_at_entry_points(torch)
+
+
+class _Recorded(SystemExit):
+    """Raised after the first eager call a `modules` run makes in place of compiled code."""
+
+    def __init__(self):
+        super().__init__(0)
+
+
+class _EagerOnce:
+    """What torch.compile returns in a `modules` run: the callable itself, run eagerly once, then the
+    script stops. Attributes (`.train()`, `.parameters()`) go to the callable."""
+
+    def __init__(self, target):
+        self._target = target
+
+    def __call__(self, *args, **kwargs):
+        self._target(*args, **kwargs)
+        raise _Recorded()
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+
+def _stop_at_entry_points(torch):
+    import torch.export
+
+    def compile_once(model=None, *args, **kwargs):
+        return _EagerOnce(model) if model is not None else _EagerOnce
+
+    def export_once(mod, args=(), kwargs=None, **options):
+        mod(*args, **(kwargs or {}))
+        raise _Recorded()
+
+    torch.compile = compile_once
+    torch.export.export = export_once
 
 
 def _remembering_init(init, constructed):

@@ -63,7 +63,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any]) -> list[str]:
             inputs = [value_expr(spec, classes) for spec in _items(record.get("call"))]
         except (Unrepresentable, AttributeError, TypeError):
             continue
-        call = ast.Expr(entry_applied(entry, instance, inputs))
+        call = ast.Expr(packaged(tree, entry_applied(entry, instance, inputs)))
         body = live_statements(copy.deepcopy(preamble), call, modules) + [call]
         programs.append(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[]))))
     return sorted(dict.fromkeys(programs), key=size_key)[:MAX_PROGRAMS]
@@ -114,6 +114,29 @@ def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr]) -
     else:
         compiled = ast.Call(func=copy.deepcopy(entry), args=[instance], keywords=[])
     return ast.Call(func=compiled, args=inputs, keywords=[])
+
+
+def packaged(tree: ast.Module, applied: ast.Call) -> ast.expr:
+    """An export handed on to AOTInductor as the original hands its own
+    (`torch._inductor.aoti_compile_and_package(ep, ...)`), where it does: an AOTInductor failure
+    happens there, not in the export. Keywords that read the script's names are left out
+    (`package_path=path`); literal ones stay (`inductor_configs={...}` may be what fails)."""
+    if not _is_export(applied.func):
+        return applied
+    package = next((node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute) and node.func.attr == "aoti_compile_and_package"), None)
+    if package is None:
+        return applied
+    keywords = [copy.deepcopy(k) for k in package.keywords if k.arg is not None and _is_literal(k.value)]
+    return ast.Call(func=copy.deepcopy(package.func), args=[applied], keywords=keywords)
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return False
+    return True
 
 
 def preamble_of(tree: ast.Module, entry: ast.expr) -> list[ast.stmt]:

@@ -95,6 +95,16 @@ def test_an_export_keeps_its_keywords_but_not_the_originals_dynamic_shapes():
                                         "requires_grad=True), torch.zeros(2, 5, dtype=torch.bool)), strict=False)")
 
 
+def test_an_export_the_original_packages_with_aotinductor_is_packaged_too():
+    script = SCRIPT.replace("compiled = torch.compile(model, fullgraph=True)",
+                            "compiled = torch._inductor.aoti_compile_and_package(torch.export.export(model, (x, m)), "
+                            "package_path=path, inductor_configs={'max_autotune': True})")
+    program = hoisted_programs(ast.parse(script), RECORDS)[0]
+    assert program.splitlines()[-1] == (
+        "torch._inductor.aoti_compile_and_package(torch.export.export(Attention(Config(dim=16)), (torch.randn(2, 5, 16, "
+        "requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))), inductor_configs={'max_autotune': True})")
+
+
 def test_a_decorated_entry_point_compiles_the_module_the_same_way():
     script = ("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
               "        return x.sin()\n\n\n@torch.compile\ndef step(model, x):\n    return model(x)\n\n\n"

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from bot.core.source import tidy
-from bot.pipeline.minimize import Minimizer, NotReproducible, same_failure
+from bot.pipeline.minimize import MODULES_ENV, Minimizer, NotReproducible, same_failure
 from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.reduce.shape import shape_of
-from runners.sandbox import run
+from runners.sandbox import RunSpec, run
 from tests import paths
 
 LARGE = paths.REPROS / "large"
@@ -223,6 +223,19 @@ def test_the_module_where_the_failure_is_is_compiled_alone_first(classifier, poo
     assert result.stats.passes.get("hoist") == 1
     assert "Encoder" not in result.source and "Embedding" not in result.source
     assert shape_of(ast.parse(result.source)).input_branch, result.source
+
+
+@pytest.mark.slow
+def test_the_recording_run_stops_at_the_entry_point_without_compiling(pool):
+    """The record needs only the eager calls up to the entry point: an export (and an AOTInductor
+    build after it) never runs, and nothing after the entry point does."""
+    script = ("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x, scale=2.0):\n"
+              "        return x.relu() * scale\n\n\nep = torch.export.export(Net(), (torch.ones(2, 3, dtype=torch.float16),))\n"
+              "print('exported')\ntorch._inductor.aoti_compile_and_package(ep)\n")
+    result = pool.run(RunSpec(script=script, env=MODULES_ENV))
+    assert result.status == "ok" and "exported" not in result.stdout
+    assert result.probe["modules"] == [{"class": "Net", "init": [], "init_kw": {}, "call": [
+        {"tensor": [2, 3], "dtype": "float16", "device": "cpu", "grad": False}]}]
 
 
 @pytest.fixture(scope="module")
