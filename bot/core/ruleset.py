@@ -64,6 +64,10 @@ class Category:
     # RE2 over a run's output: what shows the failure's cause (a recompile's failed guard). When the
     # original's output shows it, a minimized candidate's must too (see Category.keeps_cause).
     minimize_keeps: str | None = None
+    # whether one compiled call can show the failure, so that minimizing may start from the failing
+    # module compiled alone for one call (runners/reduce/hoist.py); not when it shows only across
+    # calls (recompiles, timings) or in the script's own checks of the outputs (accuracy)
+    minimize_hoist: bool = True
 
     def keeps_cause(self, original_output: str, candidate_output: str) -> bool:
         """Whether a candidate's run still shows the cause the original's showed: a repro that sets
@@ -225,6 +229,7 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         regression_test=_bool(raw.get("regression_test", True), f"{where}.regression_test"),
         differential=_differential(raw.get("differential"), f"{where}.differential"),
         minimize_keeps=_regex(raw.get("minimize_keeps"), f"{where}.minimize_keeps"),
+        minimize_hoist=_bool(raw.get("minimize_hoist", True), f"{where}.minimize_hoist"),
     )
 
 

@@ -199,11 +199,13 @@ class Minimizer:
         log.warning("the script fails with the compiler off too; not checking candidates that way")
         return False
 
-    def hoisted(self, script: str) -> list[str]:
+    def hoisted(self, original: Classification, script: str) -> list[str]:
         """Programs that compile one of the script's modules alone, on inputs like those it was
-        given in an eager run of the script (runners/reduce/hoist.py); none for a script that
-        defines no class, and no run then."""
+        given in an eager run of the script (runners/reduce/hoist.py). None, and no run, for a
+        script that defines no class or a category one compiled call cannot show (`minimize_hoist`)."""
         tree = ast.parse(script)
+        if not self.classifier.ruleset.categories[original.category].minimize_hoist:
+            return []
         if not any(isinstance(node, ast.ClassDef) for node in tree.body):
             return []
         _, run = self.classify_run(script, MODULES_ENV)
@@ -248,7 +250,7 @@ class Minimizer:
             # the reducer (its uncached re-check of the result and the final classification).
             reserve = RESERVE_RUNS * (result.duration_s + 1)
             self.deadline = started + self.budget_s
-            leaps = self.hoisted(script)
+            leaps = self.hoisted(original, script)
             reduce_s = max(0.0, self.deadline - time.monotonic() - reserve)
             reduced = Reducer(interesting, budget_s=reduce_s, parallelism=self.parallelism,
                               replacements=replacements).reduce(script, leaps=leaps)

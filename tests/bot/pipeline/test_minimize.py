@@ -215,7 +215,8 @@ def test_the_module_where_the_failure_is_is_compiled_alone_first(classifier, poo
     """An eager run records what each module of the script was given; the reducer starts from the
     innermost module compiled alone on tensors of those shapes, and the outer model is gone."""
     minimizer = Minimizer(classifier, pool.run, budget_s=120, parallelism=2)
-    leaps = minimizer.hoisted(NESTED)
+    original, _ = minimizer.classify_original(NESTED)
+    leaps = minimizer.hoisted(original, NESTED)
     assert leaps[0].splitlines()[-1] == ("torch.compile(Attention(Config(dim=16)), fullgraph=True)"
                                          "(torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))")
     result = minimizer.minimize(NESTED)
@@ -223,6 +224,18 @@ def test_the_module_where_the_failure_is_is_compiled_alone_first(classifier, poo
     assert result.stats.passes.get("hoist") == 1
     assert "Encoder" not in result.source and "Embedding" not in result.source
     assert shape_of(ast.parse(result.source)).input_branch, result.source
+
+
+def test_no_module_is_hoisted_where_one_compiled_call_cannot_show_the_failure(classifier):
+    """An accuracy repro fails in its own check of the outputs, a recompile across calls: the
+    module compiled alone for one call shows neither, so no recording run is spent on them."""
+    def no_runs(spec):
+        raise AssertionError("no run expected")
+
+    minimizer = Minimizer(classifier, no_runs)
+    for category in ("accuracy", "recompilation", "performance"):
+        assert minimizer.hoisted(verdict(category=category), NESTED) == []
+    assert minimizer.hoisted(verdict(), "import torch\ntorch.compile(print)(1)\n") == []  # no class to hoist
 
 
 @pytest.mark.slow
