@@ -153,18 +153,18 @@ def _unread_assignment(statement: ast.stmt, read: set[str]) -> bool:
         targets, value = [statement.target], statement.value
     else:
         return False
-    names = [n for t in targets for n in _target_names(t)]
+    names = [n for t in targets for n in target_names(t)]
     return (bool(names) and None not in names and not any(n in read or n.startswith("__") for n in names)
             and not any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
                         for n in ast.walk(value)))
 
 
-def _target_names(target: ast.expr) -> list[str | None]:
+def target_names(target: ast.expr) -> list[str | None]:
     """The names a target binds; None for a part that is not a plain name (`self.x`, `d[k]`, `*rest`)."""
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for element in target.elts for n in _target_names(element)]
+        return [n for element in target.elts for n in target_names(element)]
     return [None]
 
 

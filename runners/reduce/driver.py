@@ -109,30 +109,40 @@ class Reducer:
                 candidate_tree = ast.parse(source)
             except (SyntaxError, ValueError):
                 continue
-            if size_key(source) >= size_key(best) or self._sure_to_fail(candidate_tree):
-                continue
-            if self.shape is not None and not self.shape.kept_by(shape_of(candidate_tree)):
-                self.stats.shape_changes_skipped += 1
-                continue
-            self.stats.candidates += 1
-            pending.append(Candidate("hoist", source, candidate_tree, position, None))
+            if self._admissible(source, candidate_tree, best):
+                self.stats.candidates += 1
+                pending.append(Candidate("hoist", source, candidate_tree, position, None))
         winner = None
         for start in range(0, len(pending), self.batch):
             if self._out_of_budget() or (winner := self._first_interesting(pending[start:start + self.batch])):
                 break
         if pending:
-            self.stats.pass_runs["hoist"] = self.stats.runs - runs
-            self.stats.pass_seconds["hoist"] = round(time.monotonic() - started, 2)
+            self._count_pass("hoist", runs, started)
         return self._accept(winner) if winner else (tree, best)
 
     def _timed_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
         """_run_pass, with its runs and wall time added to the statistics under the pass's name."""
-        name = make_edits.__name__.removesuffix("_edits")
         runs, started = self.stats.runs, time.monotonic()
         result = self._run_pass(make_edits, tree, best)
-        self.stats.pass_runs[name] = self.stats.pass_runs.get(name, 0) + self.stats.runs - runs
-        self.stats.pass_seconds[name] = round(self.stats.pass_seconds.get(name, 0.0) + time.monotonic() - started, 2)
+        self._count_pass(make_edits.__name__.removesuffix("_edits"), runs, started)
         return result
+
+    def _count_pass(self, name: str, runs_before: int, started: float) -> None:
+        self.stats.pass_runs[name] = self.stats.pass_runs.get(name, 0) + self.stats.runs - runs_before
+        self.stats.pass_seconds[name] = round(self.stats.pass_seconds.get(name, 0.0) + time.monotonic() - started, 2)
+
+    def _admissible(self, candidate: str, candidate_tree: ast.AST, best: str) -> bool:
+        """Whether a candidate is worth a run: smaller than the best, not a sure NameError /
+        AttributeError / TypeError, and the same kind of repro (shape.py). Skips are counted."""
+        if size_key(candidate) >= size_key(best):
+            return False
+        if self._sure_to_fail(candidate_tree):
+            self.stats.sure_failures_skipped += 1
+            return False
+        if self.shape is not None and not self.shape.kept_by(shape_of(candidate_tree)):
+            self.stats.shape_changes_skipped += 1
+            return False
+        return True
 
     def _run_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
         """Apply edits of one pass greedily. After an accepted edit the edits are regenerated from
@@ -155,13 +165,7 @@ class Reducer:
                     candidate = format_source(candidate_tree)
                 except (IndexError, AttributeError, TypeError, ValueError, RecursionError):
                     continue
-                if size_key(candidate) >= size_key(best):
-                    continue
-                if self._sure_to_fail(candidate_tree):
-                    self.stats.sure_failures_skipped += 1
-                    continue
-                if self.shape is not None and not self.shape.kept_by(shape_of(candidate_tree)):
-                    self.stats.shape_changes_skipped += 1
+                if not self._admissible(candidate, candidate_tree, best):
                     continue
                 change = rewritten_statement(statements, candidate_tree)
                 if change is not None and self.recall_failures and change in self.failed_edits:

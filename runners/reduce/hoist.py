@@ -28,8 +28,8 @@ import math
 from typing import Any, Sequence
 
 from runners.reduce.base import format_source, size_key
-from runners.reduce.dead import without_dead_code
-from runners.reduce.shape import is_compile
+from runners.reduce.dead import target_names, without_dead_code
+from runners.reduce.shape import is_compile, is_export
 
 MAX_PROGRAMS = 8
 MAX_DIMS = 8
@@ -89,22 +89,15 @@ def entry_call(tree: ast.Module) -> ast.expr | None:
 
 def _is_entry(node: ast.AST) -> bool:
     if isinstance(node, ast.Call):
-        return is_compile(node) or _is_export(node.func)
+        return is_compile(node) or is_export(node)
     return isinstance(node, ast.Attribute) and is_compile(node)
-
-
-def _is_export(func: ast.expr) -> bool:
-    """`torch.export.export` or `torch.export`'s `export` imported by name."""
-    if isinstance(func, ast.Attribute) and func.attr == "export":
-        return isinstance(func.value, ast.Attribute) and func.value.attr == "export"
-    return False
 
 
 def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr]) -> ast.expr:
     """The entry point as the original wrote it (callee and keywords), applied to `instance` alone:
     `torch.compile(C(...), fullgraph=True)(x, y)` or `torch.export.export(C(...), (x, y))`. An
     export's `dynamic_shapes` name the original's inputs, so they are left out."""
-    if isinstance(entry, ast.Call) and _is_export(entry.func):
+    if isinstance(entry, ast.Call) and is_export(entry):
         keywords = [copy.deepcopy(k) for k in entry.keywords if k.arg not in (None, "dynamic_shapes", "args", "mod")]
         return ast.Call(func=copy.deepcopy(entry.func),
                         args=[instance, ast.Tuple(elts=inputs, ctx=ast.Load())], keywords=keywords)
@@ -121,7 +114,7 @@ def packaged(tree: ast.Module, applied: ast.Call) -> ast.expr:
     (`torch._inductor.aoti_compile_and_package(ep, ...)`), where it does: an AOTInductor failure
     happens there, not in the export. Keywords that read the script's names are left out
     (`package_path=path`); literal ones stay (`inductor_configs={...}` may be what fails)."""
-    if not _is_export(applied.func):
+    if not is_export(applied):
         return applied
     package = next((node for node in ast.walk(tree) if isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute) and node.func.attr == "aoti_compile_and_package"), None)
@@ -225,15 +218,8 @@ def _defined_name(node: ast.stmt) -> str | None:
 def _assigned_names(node: ast.stmt) -> set[str] | None:
     """The names a plain `a = ...` / `a, b = ...` / `a: T = ...` binds; None for any other statement."""
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else None
-    if targets is None:
-        return None
-    names = set()
-    for target in targets:
-        elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-        if not all(isinstance(e, ast.Name) for e in elements):
-            return None
-        names.update(e.id for e in elements)
-    return names
+    names = [name for target in targets or [] for name in target_names(target)]
+    return None if targets is None or None in names else set(names)
 
 
 def _names_read(node: ast.AST) -> set[str]:

@@ -75,6 +75,12 @@ def _entry_points(tree: ast.AST) -> set[str]:
     return {name for node in ast.walk(tree) if (name := _torch_attribute(node)) in ENTRY_POINTS}
 
 
+def is_export(node: ast.AST) -> bool:
+    """`torch.export.export` itself, or a call of it."""
+    target = node.func if isinstance(node, ast.Call) else node
+    return _torch_attribute(target) == "export"
+
+
 def is_compile(node: ast.AST) -> bool:
     """`torch.compile` itself, or a call of it."""
     target = node.func if isinstance(node, ast.Call) else node
