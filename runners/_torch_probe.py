@@ -24,7 +24,8 @@ Measurements (silent failures):
                strings, dataclasses of the script), so the reducer can build that module alone.
                Nothing is compiled or exported: the first call of a torch.compile'd callable, or
                torch.export.export's example inputs, run eagerly and the script then stops (exit 0;
-               an AOTInductor repro would otherwise pay its whole C++ build for the record)
+               an AOTInductor repro would otherwise pay its whole C++ build for the record). At that
+               point each record also gets `at_entry`: the module's training mode and grad mode
 A hostile script can tamper with all of this (it runs in the same process); the trusted side
 treats the probe's numbers as evidence of a silent failure, never as proof of a crash.
 """
@@ -94,6 +95,7 @@ def _record_modules(torch):
     records = _report.setdefault("modules", [])
     constructed = {}  # id(instance) -> (args, kwargs) of its outermost __init__
     recorded = set()
+    first_instances = []  # (record, instance): the state each was in when the entry point was reached
     inherited = torch.nn.Module.__dict__.get("__init_subclass__")
 
     def init_subclass(cls, **kwargs):
@@ -115,11 +117,19 @@ def _record_modules(torch):
                         "init": [_spec(a) for a in init_args[:MAX_SPEC_ITEMS]],
                         "init_kw": {str(k): _spec(v) for k, v in list(init_kwargs.items())[:MAX_SPEC_ITEMS]},
                         "call": [_spec(a) for a in args[:MAX_SPEC_ITEMS]]})
+        first_instances.append((records[-1], module))
         return None
+
+    def note_entry_state():
+        """At the entry point: whether each recorded module was in training mode, and whether grad
+        was on (`model.eval()` and `torch.no_grad()` before a compiled call change what it compiles)."""
+        grad = bool(torch.is_grad_enabled())
+        for record, module in first_instances:
+            record["at_entry"] = {"training": bool(module.training), "grad": grad}
 
     torch.nn.Module.__init_subclass__ = classmethod(init_subclass)
     torch.nn.modules.module.register_module_forward_pre_hook(pre_forward)
-    _stop_at_entry_points(torch)
+    _stop_at_entry_points(torch, note_entry_state)
 
 
 class _Recorded(SystemExit):
@@ -133,25 +143,30 @@ class _EagerOnce:
     """What torch.compile returns in a `modules` run: the callable itself, run eagerly once, then the
     script stops. Attributes (`.train()`, `.parameters()`) go to the callable."""
 
-    def __init__(self, target):
+    def __init__(self, target, at_entry):
         self._target = target
+        self._at_entry = at_entry
 
     def __call__(self, *args, **kwargs):
         self._target(*args, **kwargs)
+        self._at_entry()
         raise _Recorded()
 
     def __getattr__(self, name):
         return getattr(self._target, name)
 
 
-def _stop_at_entry_points(torch):
+def _stop_at_entry_points(torch, at_entry):
     import torch.export
 
     def compile_once(model=None, *args, **kwargs):
-        return _EagerOnce(model) if model is not None else _EagerOnce
+        if model is not None:
+            return _EagerOnce(model, at_entry)
+        return lambda fn: _EagerOnce(fn, at_entry)
 
     def export_once(mod, args=(), kwargs=None, **options):
         mod(*args, **(kwargs or {}))
+        at_entry()
         raise _Recorded()
 
     torch.compile = compile_once

@@ -64,10 +64,14 @@ class Category:
     # RE2 over a run's output: what shows the failure's cause (a recompile's failed guard). When the
     # original's output shows it, a minimized candidate's must too (see Category.keeps_cause).
     minimize_keeps: str | None = None
-    # whether one compiled call can show the failure, so that minimizing may start from the failing
-    # module compiled alone for one call (runners/reduce/hoist.py); not when it shows only across
-    # calls (recompiles, timings) or in the script's own checks of the outputs (accuracy)
-    minimize_hoist: bool = True
+    # how minimizing may start from the failing module compiled alone for one call
+    # (runners/reduce/hoist.py): "call" (the call fails), "compare" (the call's result is checked
+    # against eager: a difference of values), or "off" when it shows only across calls
+    minimize_hoist: str = "call"
+    # what "fails the same way" compares: "signature", or "category" for a failure the script's own
+    # check words (an accuracy bug's signature is the user's print or assert, not the compiler's);
+    # category-only holds only while every candidate must also run clean with the compiler off
+    minimize_same: str = "signature"
 
     def keeps_cause(self, original_output: str, candidate_output: str) -> bool:
         """Whether a candidate's run still shows the cause the original's showed: a repro that sets
@@ -188,6 +192,15 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+HOIST_MODES = ("call", "compare", "off")
+SAME_MODES = ("signature", "category")
+
+
+def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
+    _require(value in choices, where, f"must be one of {', '.join(choices)}")
+    return value
+
+
 def _bool(value: Any, where: str) -> bool:
     _require(isinstance(value, bool), where, "must be true or false")
     return value
@@ -229,7 +242,8 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         regression_test=_bool(raw.get("regression_test", True), f"{where}.regression_test"),
         differential=_differential(raw.get("differential"), f"{where}.differential"),
         minimize_keeps=_regex(raw.get("minimize_keeps"), f"{where}.minimize_keeps"),
-        minimize_hoist=_bool(raw.get("minimize_hoist", True), f"{where}.minimize_hoist"),
+        minimize_hoist=_choice(raw.get("minimize_hoist", "call"), HOIST_MODES, f"{where}.minimize_hoist"),
+        minimize_same=_choice(raw.get("minimize_same", "signature"), SAME_MODES, f"{where}.minimize_same"),
     )
 
 

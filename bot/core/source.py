@@ -14,13 +14,23 @@ def unparse(node: ast.AST) -> str:
 
 def tidy(source: str) -> str:
     """`ast.unparse` output laid out like a hand-written script: two blank lines around top-level defs."""
-    body = ast.parse(source).body
+    body = _without_starred_literals(ast.parse(source)).body
     parts: list[str] = []
     for index, node in enumerate(body):
         if index and (_is_def(node) or _is_def(body[index - 1])):
             parts.append("\n\n")
         parts.append(unparse(node) + "\n")
     return "".join(parts)
+
+
+def _without_starred_literals(tree: ast.Module) -> ast.Module:
+    """`f(*(x, y))` -> `f(x, y)`: what inlining `inputs = (x, y)` into `f(*inputs)` leaves."""
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and any(isinstance(a, ast.Starred) and isinstance(a.value, (ast.Tuple, ast.List))
+                                              for a in call.args):
+            call.args = [item for arg in call.args for item in (
+                arg.value.elts if isinstance(arg, ast.Starred) and isinstance(arg.value, (ast.Tuple, ast.List)) else [arg])]
+    return tree
 
 
 def code_lines(source: str) -> int:

@@ -100,13 +100,14 @@ def keeps_pt2(script: str) -> bool:
     return bool(IMPORTS_TORCH_RE.search(script) and PT2_ENTRY_RE.search(script))
 
 
-def same_failure(target: Classification, candidate: Classification, run_status: str) -> bool:
-    """The policy: same category and signature, a real failure, and no user-level slippage."""
+def same_failure(target: Classification, candidate: Classification, run_status: str, match: str = "signature") -> bool:
+    """The policy: same category and (unless `match` is "category", see Category.minimize_same)
+    signature, a real failure, and no user-level slippage."""
     if run_status in ("timeout", "limit") or not reproduces(candidate, run_status):
         return False
     if short_type(candidate.exception_type) in SLIPPAGE_TYPES:
         return False
-    return candidate.category == target.category and candidate.signature == target.signature
+    return candidate.category == target.category and (match == "category" or candidate.signature == target.signature)
 
 
 class Minimizer:
@@ -126,6 +127,7 @@ class Minimizer:
         self.deadline: float | None = None  # the budget's end; candidate runs in flight stop there
         self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
         self.original_output = ""  # the original's run output: what a candidate's must still show (keeps_cause)
+        self.compiler_off_checked = False  # candidates must run clean with the compiler off (needs_compiler_off_check)
 
     def run_timeout(self) -> float:
         """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
@@ -146,11 +148,14 @@ class Minimizer:
 
     def fails_same(self, target: Classification, script: str, env: dict[str, str] | None = None) -> bool:
         """Same category and signature (same_failure), and the cause the original's run showed still
-        shows (the category's `minimize_keeps`: a recompile's failed guard)."""
+        shows (the category's `minimize_keeps`: a recompile's failed guard). A category whose
+        failure the script's own check words (`minimize_same: category`) matches on the category
+        alone, and only while the compiler-off run guards every candidate."""
         classification, run = self.classify_run(script, self.backend_env if env is None else env)
-        if not same_failure(target, classification, run.status):
-            return False
         category = self.classifier.ruleset.categories[target.category]
+        match = category.minimize_same if self.compiler_off_checked else "signature"
+        if not same_failure(target, classification, run.status, match):
+            return False
         return category.keeps_cause(self.original_output, output_text(run))
 
     def cheapest_backend_env(self, original: Classification, script: str) -> dict[str, str]:
@@ -189,6 +194,7 @@ class Minimizer:
         is nothing to minimize: NotReproducible."""
         classification, off = self.classify_run(script, COMPILER_OFF_ENV)
         if off.status == "ok":
+            self.compiler_off_checked = True
             return True
         if self.stop_when_eager_shares and result is not None:
             table = self.classifier.ruleset.ladder
@@ -201,15 +207,17 @@ class Minimizer:
 
     def hoisted(self, original: Classification, script: str) -> list[str]:
         """Programs that compile one of the script's modules alone, on inputs like those it was
-        given in an eager run of the script (runners/reduce/hoist.py). None, and no run, for a
-        script that defines no class or a category one compiled call cannot show (`minimize_hoist`)."""
+        given in an eager run of the script (runners/reduce/hoist.py), and for a difference of
+        values (`minimize_hoist: compare`) check the result against eager's. None, and no run, for
+        a script that defines no class or a category one compiled call cannot show."""
         tree = ast.parse(script)
-        if not self.classifier.ruleset.categories[original.category].minimize_hoist:
+        mode = self.classifier.ruleset.categories[original.category].minimize_hoist
+        if mode == "off" or not any(isinstance(node, ast.ClassDef) for node in tree.body):
             return []
-        if not any(isinstance(node, ast.ClassDef) for node in tree.body):
+        if mode == "compare" and not self.compiler_off_checked:  # the check's words differ from the script's
             return []
         _, run = self.classify_run(script, MODULES_ENV)
-        return hoisted_programs(tree, (run.probe or {}).get("modules") or [])
+        return hoisted_programs(tree, (run.probe or {}).get("modules") or [], compare=mode == "compare")
 
     def replacements_for(self, original: Classification, script: str) -> tuple[str, ...]:
         """Small tensors the reducer may put for a tensor-making call: deterministic ones when the
@@ -231,6 +239,7 @@ class Minimizer:
 
     def minimize(self, script: str) -> MinimizeResult:
         self.cache_dir = self.given_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-cache-")
+        self.compiler_off_checked = False
         try:
             started = time.monotonic()
             original, result = self.classify_original(script)

@@ -48,10 +48,12 @@ class Unrepresentable(ValueError):
     """A recorded value this module cannot write as code."""
 
 
-def hoisted_programs(tree: ast.Module, records: Sequence[Any]) -> list[str]:
-    """One program per usable record (see the module docstring), smallest first, at most MAX_PROGRAMS."""
+def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = False) -> list[str]:
+    """One program per usable record (see the module docstring), smallest first, at most
+    MAX_PROGRAMS. With `compare`, each checks its compiled call against the eager one
+    (`compared_call`): for a failure that is a difference of values."""
     entry = entry_call(tree)
-    if entry is None:
+    if entry is None or (compare and is_export(entry)):
         return []
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     preamble = preamble_of(tree, entry)
@@ -59,14 +61,109 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any]) -> list[str]:
     programs = []
     for record in records:
         try:
-            instance = instantiation(record, classes)
+            instance = in_entry_mode(instantiation(record, classes), record)
             inputs = [value_expr(spec, classes) for spec in _items(record.get("call"))]
         except (Unrepresentable, AttributeError, TypeError):
             continue
-        call = ast.Expr(packaged(tree, entry_applied(entry, instance, inputs)))
-        body = live_statements(copy.deepcopy(preamble), call, modules) + [call]
-        programs.append(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[]))))
+        if compare:
+            tail = compared_call(tree, entry, instance, inputs)
+        else:
+            tail = [ast.Expr(packaged(tree, entry_applied(entry, instance, inputs)))]
+        tail = _under_no_grad(tail, record)
+        body = live_statements(copy.deepcopy(preamble), ast.Module(body=tail, type_ignores=[]), modules) + tail
+        programs.append(_named(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[])))))
     return sorted(dict.fromkeys(programs), key=size_key)[:MAX_PROGRAMS]
+
+
+def _at_entry(record: dict) -> dict:
+    """The module's state when the script reached its entry point (training mode, grad mode), as
+    the probe recorded it; {} when absent or malformed."""
+    state = record.get("at_entry")
+    return state if isinstance(state, dict) else {}
+
+
+def in_entry_mode(instance: ast.expr, record: dict) -> ast.expr:
+    """`C(...).eval()` when the module was in eval mode at the entry point (dropout and batch
+    norm compile differently in training mode)."""
+    if _at_entry(record).get("training") is not False:
+        return instance
+    return ast.Call(func=ast.Attribute(value=instance, attr="eval", ctx=ast.Load()), args=[], keywords=[])
+
+
+def _under_no_grad(statements: list[ast.stmt], record: dict) -> list[ast.stmt]:
+    """The last statement inside `with torch.no_grad():` when grad was off at the entry point
+    (an inference graph, not a training one)."""
+    if _at_entry(record).get("grad") is not False:
+        return statements
+    guard = ast.withitem(context_expr=ast.Call(func=_torch_attr("no_grad"), args=[], keywords=[]))
+    return statements[:-1] + [ast.With(items=[guard], body=statements[-1:])]
+
+
+# torch's accuracy minifier's tolerance (torch._dynamo.config.repro_tolerance), for a script whose
+# own check states none
+DEFAULT_TOLERANCE = 1e-3
+# closeness checks -> their own (rtol, atol) defaults, for the one a check leaves out (assert_close
+# takes both or neither)
+CHECKS = {"assert_close": (DEFAULT_TOLERANCE, DEFAULT_TOLERANCE), "allclose": (1e-5, 1e-8), "isclose": (1e-5, 1e-8),
+          "assert_allclose": (1e-7, 0.0)}
+
+
+def compared_call(tree: ast.Module, entry: ast.expr, instance: ast.expr, inputs: list[ast.expr]) -> list[ast.stmt]:
+    """`model = C(...)`, `inputs = (...)`, then
+    `torch.testing.assert_close(torch.compile(model)(*inputs), model(*inputs), rtol=..., atol=...)`:
+    the compiled call checked against the eager one on the same inputs, at the tolerance of the
+    script's own check (else torch's accuracy minifier's)."""
+    model, args = PLACEHOLDERS
+    starred = [ast.Starred(value=ast.Name(id=args, ctx=ast.Load()), ctx=ast.Load())]
+    compiled = entry_applied(entry, ast.Name(id=model, ctx=ast.Load()), starred)
+    eager = ast.Call(func=ast.Name(id=model, ctx=ast.Load()), args=copy.deepcopy(starred), keywords=[])
+    check = ast.Call(func=ast.Attribute(value=_torch_attr("testing"), attr="assert_close", ctx=ast.Load()),
+                     args=[compiled, eager], keywords=tolerance_of(tree))
+    return [_assign(model, instance), _assign(args, ast.Tuple(elts=inputs, ctx=ast.Load())), ast.Expr(check)]
+
+
+def tolerance_of(tree: ast.Module) -> list[ast.keyword]:
+    """`rtol=..., atol=...`: the literal ones of the script's first closeness check that states
+    any (the other from that check's defaults), else DEFAULT_TOLERANCE for both."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _called_name(node) in CHECKS:
+            stated = {k.arg: k.value.value for k in node.keywords if k.arg in ("rtol", "atol")
+                      and isinstance(k.value, ast.Constant) and type(k.value.value) in (int, float)}
+            if stated:
+                defaults = dict(zip(("rtol", "atol"), CHECKS[_called_name(node)]))
+                return [ast.keyword(arg=name, value=ast.Constant(stated.get(name, defaults[name]))) for name in defaults]
+    return [ast.keyword(arg=name, value=ast.Constant(DEFAULT_TOLERANCE)) for name in ("rtol", "atol")]
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+# the names compared_call binds, until the program is final and `_named` gives them plain ones
+PLACEHOLDERS = ("__hoisted_model__", "__hoisted_inputs__")
+
+
+def _named(source: str) -> str:
+    """The placeholders renamed `model` and `inputs` (`model_2`, ... where the program already uses
+    the name): known only once dead code is gone (the script's `main` used `model` too)."""
+    tree = ast.parse(source)
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    if not any(n.id in PLACEHOLDERS for n in names):
+        return source
+    used = {n.id for n in names} | {n.name for n in ast.walk(tree) if isinstance(n, DEFINITIONS[:3])} | {
+        arg.arg for arg in ast.walk(tree) if isinstance(arg, ast.arg)}
+    for placeholder, plain in zip(PLACEHOLDERS, ("model", "inputs")):
+        fresh = next(c for c in (plain if i == 1 else f"{plain}_{i}" for i in range(1, len(used) + 2)) if c not in used)
+        used.add(fresh)
+        for node in names:
+            if node.id == placeholder:
+                node.id = fresh
+    return format_source(tree)
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value)
 
 
 def _without_dead_code(source: str) -> str:

@@ -53,7 +53,8 @@ class Shape:
 def shape_of(tree: ast.AST) -> Shape:
     bindings = _bindings(tree)
     compiled = _compiled_names(tree)
-    inputs = [arg for call in ast.walk(tree) if isinstance(call, ast.Call) for arg in _compiled_inputs(call, compiled)]
+    inputs = [item for call in ast.walk(tree) if isinstance(call, ast.Call) for arg in _compiled_inputs(call, compiled)
+              for item in _unpacked(arg, bindings)]
     return Shape(entry_points=frozenset(_entry_points(tree)),
                  tensor_input=any(_is_tensor(arg, bindings) for arg in inputs),
                  number_input=any(_is_number(arg, bindings) for arg in inputs),
@@ -107,6 +108,15 @@ def _compiled_inputs(call: ast.Call, compiled: set[str]) -> list[ast.expr]:
     if _torch_attribute(func) == "export" and len(call.args) >= 2 and isinstance(call.args[1], (ast.Tuple, ast.List)):
         return list(call.args[1].elts)
     return []
+
+
+def _unpacked(arg: ast.expr, bindings: dict[str, ast.expr]) -> list[ast.expr]:
+    """A starred argument's items where they are written out (`f(*inputs)` after
+    `inputs = (x, y)`); any other argument as it is."""
+    if not isinstance(arg, ast.Starred):
+        return [arg]
+    value = _resolved(arg.value, bindings)
+    return list(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else [arg]
 
 
 def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.FunctionDef]:

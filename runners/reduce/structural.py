@@ -102,13 +102,21 @@ ARGUMENT_FIELDS = (("Call", "args"), ("Call", "keywords"), ("List", "elts"), ("T
                    ("ImportFrom", "names"))
 
 
+# A closeness check's threshold is part of the failure, not a size: dropped or shrunk towards 0,
+# float noise between compiled and eager would pass for the bug (and the compiler-off run, eager
+# against itself, cannot tell).
+TOLERANCE_KEYWORDS = frozenset({"rtol", "atol", "tol", "rel_tol", "abs_tol"})
+
+
 def argument_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Drop one element of argument-like lists (call args, kwargs, list items, params, imports)."""
+    """Drop one element of argument-like lists (call args, kwargs, list items, params, imports);
+    never a tolerance keyword."""
     for path, node in walk_paths(tree):
         for type_name, name in ARGUMENT_FIELDS:
             if type(node).__name__ == type_name:
-                for index in range(len(getattr(node, name))):
-                    yield "arguments", _drop_item(path, name, index)
+                for index, item in enumerate(getattr(node, name)):
+                    if not (isinstance(item, ast.keyword) and item.arg in TOLERANCE_KEYWORDS):
+                        yield "arguments", _drop_item(path, name, index)
 
 
 def _drop_item(path: NodePath, name: str, index: int) -> Edit:
@@ -185,8 +193,12 @@ def imported_names(tree: ast.AST) -> set[str]:
 
 
 def constant_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Shrink numbers: n -> 1, 2, n // 2 (and floats to 1.0 / 0.0); sizes and counts get small."""
+    """Shrink numbers: n -> 1, 2, n // 2 (and floats to 1.0 / 0.0); sizes and counts get small.
+    A tolerance keyword's value stays."""
+    thresholds = {id(k.value) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg in TOLERANCE_KEYWORDS}
     for path, node in walk_paths(tree):
+        if id(node) in thresholds:
+            continue
         if path and isinstance(node, ast.Constant) and type(node.value) in (int, float) and not isinstance(node.value, bool):
             for smaller in _smaller_numbers(node.value):
                 yield "constants", _replace_constant(path, smaller)

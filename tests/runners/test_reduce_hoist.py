@@ -141,3 +141,52 @@ def test_the_reducer_starts_from_the_first_interesting_leap_and_goes_on_from_the
     result = reduce_source(source, lambda text: "b = 2" in text, leaps=leaps)
     assert result.stats.passes.get("hoist") == 1 and result.stats.pass_runs["hoist"] == 2
     assert "b = 2" in result.source and "a = 1" not in result.source
+
+
+def at_entry(record, training=True, grad=True):
+    return {**record, "at_entry": {"training": training, "grad": grad}}
+
+
+def test_the_module_is_compiled_in_the_mode_the_script_compiled_it_in():
+    """`model.eval()` and `torch.no_grad()` before the compiled call change what Inductor compiles
+    (dropout, batch norm, an inference graph): the hoisted call keeps them."""
+    records = [at_entry(record, training=False, grad=False) for record in RECORDS]
+    program = hoisted_programs(ast.parse(SCRIPT), records)[0]
+    assert program.splitlines()[-2:] == [
+        "with torch.no_grad():",
+        "    torch.compile(Attention(Config(dim=16)).eval(), fullgraph=True)(torch.randn(2, 5, 16, requires_grad=True), "
+        "torch.zeros(2, 5, dtype=torch.bool))"]
+    in_training = [at_entry(record) for record in RECORDS]
+    assert hoisted_programs(ast.parse(SCRIPT), in_training) == hoisted_programs(ast.parse(SCRIPT), RECORDS)
+
+
+CHECKED = SCRIPT.replace('    print("eager:"', "    model.eval()\n    y = model(x, m)\n    print(\"eager:\"").replace(
+    "    for _ in range(3):", "    torch.testing.assert_close(compiled(x, m), y, atol=0.01, rtol=0.001)\n    for _ in range(3):")
+
+
+def test_a_difference_of_values_is_hoisted_as_the_compiled_call_checked_against_eager():
+    """An accuracy failure shows in a check, so the hoisted program makes one: the compiled module
+    against the same module in eager, on the same inputs, at the script's own tolerance."""
+    records = [at_entry(record, training=False, grad=False) for record in RECORDS]
+    program = hoisted_programs(ast.parse(CHECKED), records, compare=True)[0]
+    assert program.splitlines()[-4:] == [
+        "model = Attention(Config(dim=16)).eval()",
+        "inputs = (torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))",
+        "with torch.no_grad():",
+        "    torch.testing.assert_close(torch.compile(model, fullgraph=True)(*inputs), model(*inputs), rtol=0.001, atol=0.01)"]
+    assert "def main" not in program and "Encoder" not in program
+
+
+def test_a_check_without_a_stated_tolerance_gets_the_accuracy_minifiers_and_names_do_not_collide():
+    script = CHECKED.replace(", atol=0.01, rtol=0.001", "").replace("def main", "model = 3\nprint(model)\n\n\ndef main")
+    program = hoisted_programs(ast.parse(script), RECORDS, compare=True)[0]
+    assert program.splitlines()[-3:] == [
+        "model_2 = Attention(Config(dim=16))",
+        "inputs = (torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))",
+        "torch.testing.assert_close(torch.compile(model_2, fullgraph=True)(*inputs), model_2(*inputs), rtol=0.001, atol=0.001)"]
+    one_stated = CHECKED.replace("torch.testing.assert_close(compiled(x, m), y, atol=0.01, rtol=0.001)",
+                                 "assert torch.allclose(compiled(x, m), y, atol=0.01)")
+    assert hoisted_programs(ast.parse(one_stated), RECORDS, compare=True)[0].endswith(
+        "model(*inputs), rtol=1e-05, atol=0.01)\n")  # allclose's own default for the rtol it leaves out
+    exported = CHECKED.replace("torch.compile(model, fullgraph=True)", "torch.export.export(model, (x, m)).module()")
+    assert hoisted_programs(ast.parse(exported), RECORDS, compare=True) == []  # an export's check is not a plain call

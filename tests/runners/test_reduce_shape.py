@@ -88,6 +88,12 @@ def test_export_example_inputs_are_inputs():
     assert facts.entry_points == {"export"} and facts.tensor_input and facts.number_input
 
 
+def test_inputs_passed_starred_from_a_written_out_tuple_are_inputs():
+    facts = shape("import torch\ninputs = (torch.randn(2), 3)\ntorch.compile(f)(*inputs)\n")
+    assert facts.tensor_input and facts.number_input
+    assert not shape("import torch\ntorch.compile(f)(*load())\n").tensor_input  # nothing to read
+
+
 def test_dropping_the_entry_point_loses_the_repro():
     assert not shape(WHAT_A_MAINTAINER_WRITES).kept_by(shape("import torch\ndef f(x):\n    if x.sum() > 0:\n        return x\nf(torch.randn(4))\n"))
 

@@ -30,6 +30,9 @@ def test_same_failure_needs_category_and_signature():
     assert not same_failure(target, verdict(signature="graph_break|Unsupported|y"), "failed")
     assert not same_failure(target, verdict(category="dynamic_shapes"), "failed")
     assert not same_failure(target, verdict(), "timeout")
+    # a failure worded by the script's own check (Category.minimize_same): the category alone
+    assert same_failure(target, verdict(signature="graph_break|Unsupported|y"), "failed", match="category")
+    assert not same_failure(target, verdict(category="dynamic_shapes"), "failed", match="category")
 
 
 def test_user_level_slippage_is_never_interesting():
@@ -52,6 +55,7 @@ def test_a_failure_judged_by_values_is_never_offered_random_tensors(classifier):
 def test_tidy_lays_out_top_level_definitions():
     assert tidy("import torch\ndef f(x):\n    return x\nx = 1\ny = f(x)\n") == \
         "import torch\n\n\ndef f(x):\n    return x\n\n\nx = 1\ny = f(x)\n"
+    assert tidy("f(*(x, 2), *rest)\n") == "f(x, 2, *rest)\n"  # what inlining `inputs` into `f(*inputs)` leaves
 
 
 ACCURACY = """\
@@ -227,8 +231,10 @@ def test_the_module_where_the_failure_is_is_compiled_alone_first(classifier, poo
 
 
 def test_no_module_is_hoisted_where_one_compiled_call_cannot_show_the_failure(classifier):
-    """An accuracy repro fails in its own check of the outputs, a recompile across calls: the
-    module compiled alone for one call shows neither, so no recording run is spent on them."""
+    """A recompile shows across calls, a slowdown in timings: the module compiled alone for one
+    call shows neither, so no recording run is spent on them. Nor on an accuracy failure unless
+    candidates must run clean without the compiler: a hoisted check words the failure its own way,
+    and only that run tells a compiler's difference from the check's."""
     def no_runs(spec):
         raise AssertionError("no run expected")
 
@@ -236,6 +242,64 @@ def test_no_module_is_hoisted_where_one_compiled_call_cannot_show_the_failure(cl
     for category in ("accuracy", "recompilation", "performance"):
         assert minimizer.hoisted(verdict(category=category), NESTED) == []
     assert minimizer.hoisted(verdict(), "import torch\ntorch.compile(print)(1)\n") == []  # no class to hoist
+
+
+NESTED_ACCURACY = """import torch
+import torch.nn as nn
+import torch._inductor.config
+
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+
+
+class Head(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return torch.relu(self.proj(x))
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.embed = nn.Embedding(10, dim)
+        self.drop = nn.Dropout(0.5)
+        self.head = Head(dim)
+
+    def forward(self, tokens):
+        return self.head(self.drop(self.embed(tokens)))
+
+
+def main():
+    torch.manual_seed(0)
+    model = Net()
+    model.eval()
+    tokens = torch.randint(0, 10, (4, 6))
+    with torch.no_grad():
+        expected = model(tokens)
+        actual = torch.compile(model)(tokens)
+    print("max diff:", (expected - actual).abs().max().item())
+    assert torch.allclose(expected, actual, atol=1e-4), "compiled output differs from eager"
+
+
+main()
+"""
+
+
+@pytest.mark.slow
+def test_an_accuracy_failure_is_hoisted_as_the_module_checked_against_eager(classifier, pool):
+    """The script's own check of the outer model's output words the failure ("compiled output
+    differs"); the hoisted program checks the inner module compiled against eager, in eval mode
+    and without grad as the script ran it, and counts as the same failure (the category; every
+    candidate also runs clean with the compiler off)."""
+    minimizer = Minimizer(classifier, pool.run, budget_s=150, parallelism=2)
+    result = minimizer.minimize(NESTED_ACCURACY)
+    assert result.original.category == result.final.category == "accuracy" and result.checked_compiler_off
+    assert result.stats.passes.get("hoist") == 1, result.source
+    assert "Embedding" not in result.source and "Dropout" not in result.source
+    assert "torch.testing.assert_close(torch.compile(" in result.source, result.source
+    assert "rtol=1e-05, atol=0.0001)" in result.source, result.source  # allclose's, as the script checked
 
 
 @pytest.mark.slow
@@ -248,7 +312,8 @@ def test_the_recording_run_stops_at_the_entry_point_without_compiling(pool):
     result = pool.run(RunSpec(script=script, env=MODULES_ENV))
     assert result.status == "ok" and "exported" not in result.stdout
     assert result.probe["modules"] == [{"class": "Net", "init": [], "init_kw": {}, "call": [
-        {"tensor": [2, 3], "dtype": "float16", "device": "cpu", "grad": False}]}]
+        {"tensor": [2, 3], "dtype": "float16", "device": "cpu", "grad": False}],
+        "at_entry": {"training": True, "grad": True}}]
 
 
 @pytest.fixture(scope="module")
