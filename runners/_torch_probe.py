@@ -20,8 +20,9 @@ Measurements (silent failures):
   counters     at exit: Dynamo's frame, graph and graph-break counters and its recorded guard
                failures (recompiles) per function, with the recompile limit in force
   modules      for each nn.Module subclass the script defines, what its first construction and its
-               first call were given, as plain specs (a tensor's shape, dtype and device; numbers,
-               strings, dataclasses of the script), so the reducer can build that module alone.
+               first call were given, as plain specs (a tensor's shape, dtype, device and the dims
+               marked dynamic; numbers, strings, dataclasses of the script), so the reducer can
+               build that module alone.
                Nothing is compiled or exported: the first call of a torch.compile'd callable, or
                torch.export.export's example inputs, run eagerly and the script then stops (exit 0;
                an AOTInductor repro would otherwise pay its whole C++ build for the record). At that
@@ -188,8 +189,12 @@ def _spec(value, depth=0):
     import torch
 
     if isinstance(value, torch.Tensor):
-        return {"tensor": [int(n) for n in value.shape], "dtype": str(value.dtype).removeprefix("torch."),
+        spec = {"tensor": [int(n) for n in value.shape], "dtype": str(value.dtype).removeprefix("torch."),
                 "device": value.device.type, "grad": bool(value.requires_grad)}
+        marked = getattr(value, "_dynamo_dynamic_indices", None)  # torch._dynamo.mark_dynamic's dims
+        if marked:
+            spec["dynamic"] = sorted(int(d) for d in marked)
+        return spec
     if isinstance(value, torch.dtype):
         return {"torch_dtype": str(value).removeprefix("torch.")}
     if value is None or type(value) in (bool, int, float) or (type(value) is str and len(value) <= 200):

@@ -102,7 +102,8 @@ class Reproduction:
 
 @dataclass(frozen=True)
 class MinimizedRepro:
-    """The reducer's result: a script that still fails with the original category and signature."""
+    """The reducer's result: a script that still fails the same way (the original category and
+    signature, or the category alone where it says so: Category.minimize_same)."""
 
     source: str
     signature_preserved: bool
@@ -115,6 +116,9 @@ class MinimizedRepro:
     stop_reason: str
     runs_by_pass: dict[str, int] = field(default_factory=dict)  # where the runs went (statement, inline, ...)
     seconds_by_pass: dict[str, float] = field(default_factory=dict)
+    # the minimized repro's own failure: where the category matches on itself alone (an accuracy
+    # check's words are the script's), the signature a test made from it must show
+    final_signature: str | None = None
 
 
 @dataclass(frozen=True)

@@ -73,17 +73,23 @@ class MinimizeResult:
     final: Classification
     stats: ReduceStats
     checked_compiler_off: bool = False  # every accepted candidate also ran clean with the compiler off
+    match: str = "signature"  # what "the same failure" compared (Category.minimize_same, as the search used it)
+
+    @property
+    def same_failure(self) -> bool:
+        return self.final.category == self.original.category and (
+            self.match == "category" or self.final.signature == self.original.signature)
 
     def to_dict(self) -> dict:
         return {"source": self.source, "original": self.original.to_dict(), "final": self.final.to_dict(),
-                "signature_preserved": self.final.signature == self.original.signature,
+                "signature_preserved": self.same_failure, "match": self.match,
                 "checked_compiler_off": self.checked_compiler_off, "stats": self.stats.to_dict()}
 
     def record(self) -> MinimizedRepro:
         """What the report keeps of it."""
         stats = self.stats
         return MinimizedRepro(
-            source=self.source, signature_preserved=self.final.signature == self.original.signature,
+            source=self.source, signature_preserved=self.same_failure, final_signature=self.final.signature,
             lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
             tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason,
             runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds))
@@ -152,11 +158,14 @@ class Minimizer:
         failure the script's own check words (`minimize_same: category`) matches on the category
         alone, and only while the compiler-off run guards every candidate."""
         classification, run = self.classify_run(script, self.backend_env if env is None else env)
-        category = self.classifier.ruleset.categories[target.category]
-        match = category.minimize_same if self.compiler_off_checked else "signature"
-        if not same_failure(target, classification, run.status, match):
+        if not same_failure(target, classification, run.status, self.match(target)):
             return False
-        return category.keeps_cause(self.original_output, output_text(run))
+        return self.classifier.ruleset.categories[target.category].keeps_cause(self.original_output, output_text(run))
+
+    def match(self, original: Classification) -> str:
+        """What "the same failure" compares for this category: its `minimize_same`, while the
+        compiler-off run guards every candidate; the signature otherwise."""
+        return self.classifier.ruleset.categories[original.category].minimize_same if self.compiler_off_checked else "signature"
 
     def cheapest_backend_env(self, original: Classification, script: str) -> dict[str, str]:
         """The probe of the cheapest backend on which the original already fails the same way
@@ -268,7 +277,7 @@ class Minimizer:
             final, _ = self.classify_run(source)  # with the script's own backend: the failure as reported
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())
-            return MinimizeResult(source, original, final, reduced.stats, check_compiler_off)
+            return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original))
         finally:
             if self.cache_dir != self.given_cache_dir:
                 remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it

@@ -355,8 +355,15 @@ class Triage:
         result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=run.budget.run_timeout(self.options.run_timeout_s),
                                      gpu=self.test_device(run) == "cuda", cache_dir=run.cache_dir))
         got = self.classifier.classify_text(output_text(result), context=test_source)
-        verdict, sentence = verification_verdict(run.classification, got, result.status)
+        verdict, sentence = verification_verdict(self.expected_failure(run), got, result.status)
         return verdict, sentence, got.signature if result.status != "ok" else None
+
+    @staticmethod
+    def expected_failure(run: TriageRun):
+        """What the test must fail with: the failure of the script it was made from (the minimized
+        repro's own, where its category matches on itself alone: an accuracy check's words)."""
+        final = run.minimized.final_signature if run.minimized and run.minimized.signature_preserved else None
+        return replace(run.classification, signature=final) if final else run.classification
 
     def patch(self, run: TriageRun, test) -> str | None:
         """A unified diff adding the method to the suggested file, when a checkout has that file."""

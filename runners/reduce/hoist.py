@@ -62,17 +62,112 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
     for record in records:
         try:
             instance = in_entry_mode(instantiation(record, classes), record)
-            inputs = [value_expr(spec, classes) for spec in _items(record.get("call"))]
+            specs = _items(record.get("call"))
+            inputs = [value_expr(spec, classes) for spec in specs]
+            marks = [dynamic_dims(spec) for spec in specs]
         except (Unrepresentable, AttributeError, TypeError):
             continue
+        names = Placeholders()
+        bound, args = bound_inputs(inputs, marks, parameter_names(classes[record["class"]]), names,
+                                   bind=compare or any(marks))
         if compare:
-            tail = compared_call(tree, entry, instance, inputs)
+            model, check = compared_call(tree, entry, instance, args, names)
+            tail = [model] + bound + [check]
         else:
-            tail = [ast.Expr(packaged(tree, entry_applied(entry, instance, inputs)))]
+            tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args)))]
         tail = _under_no_grad(tail, record)
         body = live_statements(copy.deepcopy(preamble), ast.Module(body=tail, type_ignores=[]), modules) + tail
-        programs.append(_named(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[])))))
+        programs.append(names.named(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[])))))
     return sorted(dict.fromkeys(programs), key=size_key)[:MAX_PROGRAMS]
+
+
+class Placeholders:
+    """Names a program binds (`model`, the inputs), written as unique placeholders until the
+    program is final: only then, with the dead code gone (the script's `main` used `model` too),
+    is it known which plain names are free."""
+
+    def __init__(self):
+        self.preferred: dict[str, str] = {}
+
+    def new(self, preferred: str) -> str:
+        placeholder = f"__hoisted_{len(self.preferred)}__"
+        self.preferred[placeholder] = preferred
+        return placeholder
+
+    def named(self, source: str) -> str:
+        """Each placeholder renamed its preferred name, or `name_2`, ... where that is taken."""
+        if not self.preferred:
+            return source
+        tree = ast.parse(source)
+        names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
+        used = _global_names(tree)
+        renamed = {}
+        for placeholder, plain in self.preferred.items():
+            fresh = next(c for c in (plain if i == 1 else f"{plain}_{i}" for i in range(1, len(used) + 2)) if c not in used)
+            used.add(fresh)
+            renamed[placeholder] = fresh
+        for node in names:
+            node.id = renamed.get(node.id, node.id)
+        return format_source(tree)
+
+
+def _global_names(tree: ast.Module) -> set[str]:
+    """The names a new module-level binding could clash with: those bound or read outside any
+    function, and those a function reads without binding them (a function's own parameters and
+    locals, `x` in `forward(self, x)`, are its own)."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    inside = {id(node) for function in functions for node in ast.walk(function) if node is not function}
+    taken = set()
+    for node in ast.walk(tree):
+        if isinstance(node, DEFINITIONS[:3]):
+            taken.add(node.name)
+        if id(node) in inside:
+            continue
+        if isinstance(node, ast.Name):
+            taken.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            taken |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    for function in functions:
+        local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)} | {
+            n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        taken |= {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
+    return taken
+
+
+def parameter_names(cls: ast.ClassDef) -> list[str]:
+    """The names `forward` gives its positional inputs (what the bound inputs are called)."""
+    forward = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    if forward is None:
+        return []
+    return [a.arg for a in forward.args.posonlyargs + forward.args.args][1:]
+
+
+def bound_inputs(inputs: list[ast.expr], marks: list[list[int]], params: list[str], names: Placeholders,
+                 bind: bool) -> tuple[list[ast.stmt], list[ast.expr]]:
+    """With `bind`, each input bound to a name (the forward's parameter name) and its recorded
+    `mark_dynamic` dims marked: (those statements, the names); else ([], the inputs as they are)."""
+    if not bind:
+        return [], inputs
+    statements, args = [], []
+    for index, (value, dims) in enumerate(zip(inputs, marks)):
+        name = names.new(params[index] if index < len(params) else "x")
+        statements.append(_assign(name, value))
+        statements += [ast.Expr(ast.Call(func=ast.Attribute(value=_torch_attr("_dynamo"), attr="mark_dynamic", ctx=ast.Load()),
+                                         args=[ast.Name(id=name, ctx=ast.Load()), ast.Constant(dim)], keywords=[]))
+                       for dim in dims]
+        args.append(ast.Name(id=name, ctx=ast.Load()))
+    return statements, args
+
+
+def dynamic_dims(spec: Any) -> list[int]:
+    """The dims a tensor input was given with `torch._dynamo.mark_dynamic` (validated)."""
+    if not isinstance(spec, dict) or "tensor" not in spec or spec.get("dynamic") is None:
+        return []
+    dims, shape = spec["dynamic"], spec["tensor"]
+    if (not isinstance(dims, list) or not isinstance(shape, list) or len(dims) > MAX_DIMS
+            or not all(type(d) is int and 0 <= d < len(shape) for d in dims)):
+        raise Unrepresentable("dynamic dims")
+    return sorted(set(dims))
 
 
 def _at_entry(record: dict) -> dict:
@@ -108,18 +203,17 @@ CHECKS = {"assert_close": (DEFAULT_TOLERANCE, DEFAULT_TOLERANCE), "allclose": (1
           "assert_allclose": (1e-7, 0.0)}
 
 
-def compared_call(tree: ast.Module, entry: ast.expr, instance: ast.expr, inputs: list[ast.expr]) -> list[ast.stmt]:
-    """`model = C(...)`, `inputs = (...)`, then
-    `torch.testing.assert_close(torch.compile(model)(*inputs), model(*inputs), rtol=..., atol=...)`:
-    the compiled call checked against the eager one on the same inputs, at the tolerance of the
+def compared_call(tree: ast.Module, entry: ast.expr, instance: ast.expr, args: list[ast.expr],
+                  names: Placeholders) -> tuple[ast.stmt, ast.stmt]:
+    """`model = C(...)`, and `torch.testing.assert_close(torch.compile(model)(x), model(x), rtol=..., atol=...)`
+    on the bound inputs: the compiled call checked against the eager one, at the tolerance of the
     script's own check (else torch's accuracy minifier's)."""
-    model, args = PLACEHOLDERS
-    starred = [ast.Starred(value=ast.Name(id=args, ctx=ast.Load()), ctx=ast.Load())]
-    compiled = entry_applied(entry, ast.Name(id=model, ctx=ast.Load()), starred)
-    eager = ast.Call(func=ast.Name(id=model, ctx=ast.Load()), args=copy.deepcopy(starred), keywords=[])
+    model = names.new("model")
+    compiled = entry_applied(entry, ast.Name(id=model, ctx=ast.Load()), args)
+    eager = ast.Call(func=ast.Name(id=model, ctx=ast.Load()), args=copy.deepcopy(args), keywords=[])
     check = ast.Call(func=ast.Attribute(value=_torch_attr("testing"), attr="assert_close", ctx=ast.Load()),
                      args=[compiled, eager], keywords=tolerance_of(tree))
-    return [_assign(model, instance), _assign(args, ast.Tuple(elts=inputs, ctx=ast.Load())), ast.Expr(check)]
+    return _assign(model, instance), ast.Expr(check)
 
 
 def tolerance_of(tree: ast.Module) -> list[ast.keyword]:
@@ -138,28 +232,6 @@ def tolerance_of(tree: ast.Module) -> list[ast.keyword]:
 def _called_name(call: ast.Call) -> str | None:
     func = call.func
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-
-
-# the names compared_call binds, until the program is final and `_named` gives them plain ones
-PLACEHOLDERS = ("__hoisted_model__", "__hoisted_inputs__")
-
-
-def _named(source: str) -> str:
-    """The placeholders renamed `model` and `inputs` (`model_2`, ... where the program already uses
-    the name): known only once dead code is gone (the script's `main` used `model` too)."""
-    tree = ast.parse(source)
-    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name)]
-    if not any(n.id in PLACEHOLDERS for n in names):
-        return source
-    used = {n.id for n in names} | {n.name for n in ast.walk(tree) if isinstance(n, DEFINITIONS[:3])} | {
-        arg.arg for arg in ast.walk(tree) if isinstance(arg, ast.arg)}
-    for placeholder, plain in zip(PLACEHOLDERS, ("model", "inputs")):
-        fresh = next(c for c in (plain if i == 1 else f"{plain}_{i}" for i in range(1, len(used) + 2)) if c not in used)
-        used.add(fresh)
-        for node in names:
-            if node.id == placeholder:
-                node.id = fresh
-    return format_source(tree)
 
 
 def _assign(name: str, value: ast.expr) -> ast.Assign:
@@ -371,10 +443,31 @@ def _field_defaults(cls: ast.ClassDef) -> dict[str, dict]:
     for node in cls.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             try:
-                defaults[node.target.id] = {"value": ast.literal_eval(node.value)}
+                defaults[node.target.id] = _literal_spec(ast.literal_eval(_field_default(node.value)))
             except (ValueError, TypeError, SyntaxError, RecursionError):
                 continue
     return defaults
+
+
+def _field_default(value: ast.expr) -> ast.expr:
+    """The default a field declares: `= 3`, `= field(default=3)`, or
+    `= field(default_factory=lambda: [8, 16])` (the lambda's body)."""
+    if not (isinstance(value, ast.Call) and _called_name(value) == "field"):
+        return value
+    keywords = {k.arg: k.value for k in value.keywords}
+    factory = keywords.get("default_factory")
+    if isinstance(factory, ast.Lambda) and not factory.args.args:
+        return factory.body
+    return keywords.get("default", value)
+
+
+def _literal_spec(value: Any) -> dict:
+    """A literal as the probe would record it (runners/_torch_probe.py `_spec`)."""
+    if type(value) in (list, tuple):
+        return {"seq": type(value).__name__, "items": [_literal_spec(item) for item in value]}
+    if type(value) is dict:
+        return {"dict": {key: _literal_spec(item) for key, item in value.items()}}
+    return {"value": value}
 
 
 def tensor_expr(spec: dict) -> ast.expr:

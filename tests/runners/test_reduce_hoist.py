@@ -169,24 +169,55 @@ def test_a_difference_of_values_is_hoisted_as_the_compiled_call_checked_against_
     against the same module in eager, on the same inputs, at the script's own tolerance."""
     records = [at_entry(record, training=False, grad=False) for record in RECORDS]
     program = hoisted_programs(ast.parse(CHECKED), records, compare=True)[0]
-    assert program.splitlines()[-4:] == [
+    assert program.splitlines()[-5:] == [
         "model = Attention(Config(dim=16)).eval()",
-        "inputs = (torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))",
+        "x = torch.randn(2, 5, 16, requires_grad=True)",  # named as forward names them
+        "mask = torch.zeros(2, 5, dtype=torch.bool)",
         "with torch.no_grad():",
-        "    torch.testing.assert_close(torch.compile(model, fullgraph=True)(*inputs), model(*inputs), rtol=0.001, atol=0.01)"]
+        "    torch.testing.assert_close(torch.compile(model, fullgraph=True)(x, mask), model(x, mask), rtol=0.001, atol=0.01)"]
     assert "def main" not in program and "Encoder" not in program
 
 
 def test_a_check_without_a_stated_tolerance_gets_the_accuracy_minifiers_and_names_do_not_collide():
     script = CHECKED.replace(", atol=0.01, rtol=0.001", "").replace("def main", "model = 3\nprint(model)\n\n\ndef main")
     program = hoisted_programs(ast.parse(script), RECORDS, compare=True)[0]
-    assert program.splitlines()[-3:] == [
+    assert program.splitlines()[-4:] == [
         "model_2 = Attention(Config(dim=16))",
-        "inputs = (torch.randn(2, 5, 16, requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))",
-        "torch.testing.assert_close(torch.compile(model_2, fullgraph=True)(*inputs), model_2(*inputs), rtol=0.001, atol=0.001)"]
+        "x = torch.randn(2, 5, 16, requires_grad=True)",
+        "mask = torch.zeros(2, 5, dtype=torch.bool)",
+        "torch.testing.assert_close(torch.compile(model_2, fullgraph=True)(x, mask), model_2(x, mask), rtol=0.001, atol=0.001)"]
     one_stated = CHECKED.replace("torch.testing.assert_close(compiled(x, m), y, atol=0.01, rtol=0.001)",
                                  "assert torch.allclose(compiled(x, m), y, atol=0.01)")
     assert hoisted_programs(ast.parse(one_stated), RECORDS, compare=True)[0].endswith(
-        "model(*inputs), rtol=1e-05, atol=0.01)\n")  # allclose's own default for the rtol it leaves out
+        "model(x, mask), rtol=1e-05, atol=0.01)\n")  # allclose's own default for the rtol it leaves out
     exported = CHECKED.replace("torch.compile(model, fullgraph=True)", "torch.export.export(model, (x, m)).module()")
     assert hoisted_programs(ast.parse(exported), RECORDS, compare=True) == []  # an export's check is not a plain call
+
+
+def test_dims_the_script_marked_dynamic_are_marked_on_the_hoisted_input():
+    """`torch._dynamo.mark_dynamic(x, 1)` on the outer input is what a specialization failure
+    needs; the record carries the marks, and the hoisted call binds the input to mark it."""
+    marked = {**RECORDS[0], "call": [{**tensor(2, 5, dtype="int64"), "dynamic": [1, 0]}, tensor(2, 5, dtype="bool")]}
+    program = hoisted_programs(ast.parse(SCRIPT), [marked, RECORDS[1]])[1]
+    assert program.splitlines()[-5:] == [
+        "tokens = torch.zeros(2, 5, dtype=torch.int64)",
+        "torch._dynamo.mark_dynamic(tokens, 0)",
+        "torch._dynamo.mark_dynamic(tokens, 1)",
+        "mask = torch.zeros(2, 5, dtype=torch.bool)",
+        "torch.compile(Encoder(Config(dim=16)), fullgraph=True)(tokens, mask)"]
+    bad = {**RECORDS[0], "call": [{**tensor(2, 5), "dynamic": [2]}]}  # no such dim
+    assert hoisted_programs(ast.parse(SCRIPT), [bad]) == []
+
+
+def test_fields_left_at_their_default_factorys_value_are_not_written_out():
+    script = ("from dataclasses import dataclass, field\nimport torch\nimport torch.nn as nn\n\n\n@dataclass\nclass Cfg:\n"
+              "    sizes: list = field(default_factory=lambda: [8, 16])\n    flags: dict = field(default_factory=lambda: {'a': 1})\n"
+              "    eps: float = field(default=0.5)\n\n\nclass Net(nn.Module):\n    def __init__(self, cfg):\n"
+              "        super().__init__()\n\n    def forward(self, x):\n        return x\n\n\n"
+              "torch.compile(Net(Cfg()))(torch.ones(2))\n")
+    def record(sizes):
+        fields = {"sizes": {"seq": "list", "items": [{"value": n} for n in sizes]},
+                  "flags": {"dict": {"a": {"value": 1}}}, "eps": {"value": 0.5}}
+        return [{"class": "Net", "init": [{"dataclass": "Cfg", "fields": fields}], "init_kw": {}, "call": [tensor(2)]}]
+    assert hoisted_programs(ast.parse(script), record([8, 16]))[0].endswith("torch.compile(Net(Cfg()))(torch.randn(2))\n")
+    assert "Net(Cfg(sizes=[4]))" in hoisted_programs(ast.parse(script), record([4]))[0]

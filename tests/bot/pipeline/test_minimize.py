@@ -35,6 +35,26 @@ def test_same_failure_needs_category_and_signature():
     assert not same_failure(target, verdict(category="dynamic_shapes"), "failed", match="category")
 
 
+def test_an_accuracy_repro_minimized_in_its_own_words_is_the_same_failure_and_its_test_expects_those():
+    """The original's signature is its print ("max abs diff: N"), the minimized repro's is its
+    check; with minimize_same: category they are one failure, and the regression test made from the
+    minimized repro must fail with the minimized repro's signature."""
+    from types import SimpleNamespace
+
+    from bot.pipeline.minimize import MinimizeResult
+    from bot.pipeline.triage import Triage
+    from runners.reduce import ReduceStats
+    original = verdict(category="accuracy", signature="accuracy|-|max abs diff: N")
+    final = verdict(category="accuracy", signature="accuracy|-|AssertionError: Tensor-likes are not close!")
+    result = MinimizeResult("src", original, final, ReduceStats(), checked_compiler_off=True, match="category")
+    record = result.record()
+    assert record.signature_preserved and record.final_signature == final.signature
+    assert not MinimizeResult("src", original, final, ReduceStats()).same_failure  # by signature: another failure
+    run = SimpleNamespace(classification=original, minimized=record)
+    assert Triage.expected_failure(run).signature == final.signature
+    assert Triage.expected_failure(SimpleNamespace(classification=original, minimized=None)) == original
+
+
 def test_user_level_slippage_is_never_interesting():
     target = verdict(signature="unknown|NameError|x", category="unknown")
     assert not same_failure(target, verdict(signature="unknown|NameError|x", category="unknown",
@@ -307,12 +327,13 @@ def test_the_recording_run_stops_at_the_entry_point_without_compiling(pool):
     """The record needs only the eager calls up to the entry point: an export (and an AOTInductor
     build after it) never runs, and nothing after the entry point does."""
     script = ("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x, scale=2.0):\n"
-              "        return x.relu() * scale\n\n\nep = torch.export.export(Net(), (torch.ones(2, 3, dtype=torch.float16),))\n"
+              "        return x.relu() * scale\n\n\nx = torch.ones(2, 3, dtype=torch.float16)\ntorch._dynamo.mark_dynamic(x, 0)\n"
+              "ep = torch.export.export(Net(), (x,))\n"
               "print('exported')\ntorch._inductor.aoti_compile_and_package(ep)\n")
     result = pool.run(RunSpec(script=script, env=MODULES_ENV))
     assert result.status == "ok" and "exported" not in result.stdout
     assert result.probe["modules"] == [{"class": "Net", "init": [], "init_kw": {}, "call": [
-        {"tensor": [2, 3], "dtype": "float16", "device": "cpu", "grad": False}],
+        {"tensor": [2, 3], "dtype": "float16", "device": "cpu", "grad": False, "dynamic": [0]}],
         "at_entry": {"training": True, "grad": True}}]
 
 
