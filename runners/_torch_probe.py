@@ -26,7 +26,11 @@ Measurements (silent failures):
                Nothing is compiled or exported: the first call of a torch.compile'd callable, or
                torch.export.export's example inputs, run eagerly and the script then stops (exit 0;
                an AOTInductor repro would otherwise pay its whole C++ build for the record). At that
-               point each record also gets `at_entry`: the module's training mode and grad mode
+               point each record also gets `at_entry`: the module's training mode and grad mode.
+  replay       with `modules`: N (at most 16). The first compiled module of the script that is
+               called runs on eagerly, and its first N calls are recorded as `entry` (its class and
+               each call's arguments), for a failure that shows across calls (recompiles); the
+               script stops after the Nth
 A hostile script can tamper with all of this (it runs in the same process); the trusted side
 treats the probe's numbers as evidence of a silent failure, never as proof of a crash.
 """
@@ -43,11 +47,13 @@ TOLERANCE = 1e-3  # torch._dynamo.config.repro_tolerance, what the accuracy mini
 FP64_MAX_ELEMENTS = 4_000_000  # an fp64 reference only for calls this small (inputs plus parameters)
 MAX_RECORDED_CALLS = 50
 MAX_RECORDED_MODULES = 32
+MAX_REPLAYED_CALLS = 16
 MAX_SPEC_ITEMS = 16
 MAX_SPEC_DEPTH = 3
 TIMING_REPEATS = 5
 
 _report = {"calls": [], "errors": []}
+_replayed = {}  # "target": the compiled callable a `replay` run records the calls of
 _config = {}
 
 
@@ -130,7 +136,9 @@ def _record_modules(torch):
 
     torch.nn.Module.__init_subclass__ = classmethod(init_subclass)
     torch.nn.modules.module.register_module_forward_pre_hook(pre_forward)
-    _stop_at_entry_points(torch, note_entry_state)
+    replay = _config.get("replay")
+    replay = min(int(replay), MAX_REPLAYED_CALLS) if type(replay) is int and replay > 0 else 0
+    _stop_at_entry_points(torch, note_entry_state, replay)
 
 
 class _Recorded(SystemExit):
@@ -142,28 +150,51 @@ class _Recorded(SystemExit):
 
 class _EagerOnce:
     """What torch.compile returns in a `modules` run: the callable itself, run eagerly once, then the
-    script stops. Attributes (`.train()`, `.parameters()`) go to the callable."""
+    script stops. Attributes (`.train()`, `.parameters()`) go to the callable. With `replay`, the
+    first compiled module called keeps running eagerly and its calls are recorded (`entry`), until
+    that many have been (compiled functions and torch's own modules run on, unrecorded)."""
 
-    def __init__(self, target, at_entry):
+    def __init__(self, target, at_entry, replay=0):
         self._target = target
         self._at_entry = at_entry
+        self._replay = replay
 
     def __call__(self, *args, **kwargs):
-        self._target(*args, **kwargs)
-        self._at_entry()
-        raise _Recorded()
+        if not self._replay:
+            self._target(*args, **kwargs)
+            self._at_entry()
+            raise _Recorded()
+        name = _main_module_name(self._target)
+        if name is None or _replayed.setdefault("target", self) is not self:
+            return self._target(*args, **kwargs)  # a function, torch's module, or another module: not replayed
+        entry = _report.setdefault("entry", {"class": name, "calls": []})
+        entry["calls"].append([_spec(a) for a in args[:MAX_SPEC_ITEMS]])
+        result = self._target(*args, **kwargs)
+        if len(entry["calls"]) == 1:
+            self._at_entry()  # after the call: its modules' records exist from their first forward
+        if len(entry["calls"]) >= self._replay:
+            raise _Recorded()
+        return result
 
     def __getattr__(self, name):
         return getattr(self._target, name)
 
 
-def _stop_at_entry_points(torch, at_entry):
+def _main_module_name(target):
+    """The class name of an nn.Module the script defines, else None (a function, a torch module)."""
+    import torch
+
+    cls = type(target)
+    return cls.__qualname__ if isinstance(target, torch.nn.Module) and cls.__module__ == "__main__" else None
+
+
+def _stop_at_entry_points(torch, at_entry, replay=0):
     import torch.export
 
     def compile_once(model=None, *args, **kwargs):
         if model is not None:
-            return _EagerOnce(model, at_entry)
-        return lambda fn: _EagerOnce(fn, at_entry)
+            return _EagerOnce(model, at_entry, replay)
+        return lambda fn: _EagerOnce(fn, at_entry, replay)
 
     def export_once(mod, args=(), kwargs=None, **options):
         mod(*args, **(kwargs or {}))

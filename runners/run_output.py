@@ -137,6 +137,8 @@ def parse_probe(data: bytes) -> dict | None:
                     "counters": probe.get("counters") if isinstance(probe.get("counters"), dict) else None,
                     # what each module of the script was given (runners/reduce/hoist.py validates every field)
                     "modules": [m for m in _list(probe.get("modules")) if isinstance(m, dict)][:MAX_PROBE_MODULES],
+                    # the compiled module's calls a `replay` run recorded (validated there too)
+                    "entry": probe.get("entry") if isinstance(probe.get("entry"), dict) else None,
                     "errors": [str(e)[:300] for e in _list(probe.get("errors"))][:10]}
     return None
 

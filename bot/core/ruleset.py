@@ -66,7 +66,8 @@ class Category:
     minimize_keeps: str | None = None
     # how minimizing may start from the failing module compiled alone for one call
     # (runners/reduce/hoist.py): "call" (the call fails), "compare" (the call's result is checked
-    # against eager: a difference of values), or "off" when it shows only across calls
+    # against eager: a difference of values), "replay" (the compiled module called as the script
+    # called it: a failure across calls), or "off"
     minimize_hoist: str = "call"
     # what "fails the same way" compares: "signature", or "category" for a failure the script's own
     # check words (an accuracy bug's signature is the user's print or assert, not the compiler's);
@@ -192,7 +193,7 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-HOIST_MODES = ("call", "compare", "off")
+HOIST_MODES = ("call", "compare", "replay", "off")
 SAME_MODES = ("signature", "category")
 
 

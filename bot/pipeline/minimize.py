@@ -24,7 +24,7 @@ from typing import Callable
 
 from runners.reduce import ReduceStats, Reducer, count_tokens
 from runners.reduce.dead import without_dead_code
-from runners.reduce.hoist import hoisted_programs
+from runners.reduce.hoist import hoisted_programs, replayed_programs
 from bot.core.source import tidy
 from runners.safefs import remove_tree
 from runners.sandbox import RunResult, RunSpec
@@ -60,6 +60,8 @@ CONFIRM_GRACE_S = 5.0
 COMPILER_OFF_ENV = {PROBE_ENV: json.dumps({"compiler": "off"})}
 # an eager run that records what each of the script's modules was given (runners/reduce/hoist.py)
 MODULES_ENV = {PROBE_ENV: json.dumps({"compiler": "off", "modules": True})}
+# the same, going on through the compiled module's first 16 calls (a failure across calls)
+REPLAY_ENV = {PROBE_ENV: json.dumps({"compiler": "off", "modules": True, "replay": 16})}
 
 
 class NotReproducible(Exception):
@@ -217,16 +219,20 @@ class Minimizer:
     def hoisted(self, original: Classification, script: str) -> list[str]:
         """Programs that compile one of the script's modules alone, on inputs like those it was
         given in an eager run of the script (runners/reduce/hoist.py), and for a difference of
-        values (`minimize_hoist: compare`) check the result against eager's. None, and no run, for
-        a script that defines no class or a category one compiled call cannot show."""
+        values (`minimize_hoist: compare`) check the result against eager's; for a failure across
+        calls (`replay`), the compiled module called as the script called it. None, and no run,
+        for a script that defines no class or a category hoisting cannot show (`off`)."""
         tree = ast.parse(script)
         mode = self.classifier.ruleset.categories[original.category].minimize_hoist
         if mode == "off" or not any(isinstance(node, ast.ClassDef) for node in tree.body):
             return []
         if mode == "compare" and not self.compiler_off_checked:  # the check's words differ from the script's
             return []
-        _, run = self.classify_run(script, MODULES_ENV)
-        return hoisted_programs(tree, (run.probe or {}).get("modules") or [], compare=mode == "compare")
+        _, run = self.classify_run(script, REPLAY_ENV if mode == "replay" else MODULES_ENV)
+        records = (run.probe or {}).get("modules") or []
+        if mode == "replay":
+            return replayed_programs(tree, records, (run.probe or {}).get("entry"))
+        return hoisted_programs(tree, records, compare=mode == "compare")
 
     def replacements_for(self, original: Classification, script: str) -> tuple[str, ...]:
         """Small tensors the reducer may put for a tensor-making call: deterministic ones when the

@@ -64,6 +64,6 @@ def test_malformed_claims_are_dropped():
 def test_a_malformed_probe_report_is_reduced_not_raised():
     """The probe's line comes from the script's own process: fields of the wrong type are dropped."""
     report = parse_probe(b'{"probe": {"calls": "x", "modules": 5, "errors": 3, "counters": []}}\n')
-    assert report == {"calls": [], "counters": None, "modules": [], "errors": []}
+    assert report == {"calls": [], "counters": None, "modules": [], "entry": None, "errors": []}
     modules = parse_probe(b'{"probe": {"modules": [{"class": "Net"}, "Net", 7]}}\n')["modules"]
     assert modules == [{"class": "Net"}]  # each field is checked where it is used (runners/reduce/hoist.py)

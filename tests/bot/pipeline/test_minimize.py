@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bot.core.source import tidy
-from bot.pipeline.minimize import MODULES_ENV, Minimizer, NotReproducible, same_failure
+from bot.pipeline.minimize import MODULES_ENV, REPLAY_ENV, Minimizer, NotReproducible, same_failure
 from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
 from runners.pool import WarmPool
@@ -251,15 +251,15 @@ def test_the_module_where_the_failure_is_is_compiled_alone_first(classifier, poo
 
 
 def test_no_module_is_hoisted_where_one_compiled_call_cannot_show_the_failure(classifier):
-    """A recompile shows across calls, a slowdown in timings: the module compiled alone for one
-    call shows neither, so no recording run is spent on them. Nor on an accuracy failure unless
-    candidates must run clean without the compiler: a hoisted check words the failure its own way,
-    and only that run tells a compiler's difference from the check's."""
+    """A slowdown shows in timings: no hoisted program shows it, so no recording run is spent on
+    it. Nor on an accuracy failure unless candidates must run clean without the compiler: a
+    hoisted check words the failure its own way, and only that run tells a compiler's difference
+    from the check's."""
     def no_runs(spec):
         raise AssertionError("no run expected")
 
     minimizer = Minimizer(classifier, no_runs)
-    for category in ("accuracy", "recompilation", "performance"):
+    for category in ("accuracy", "performance"):
         assert minimizer.hoisted(verdict(category=category), NESTED) == []
     assert minimizer.hoisted(verdict(), "import torch\ntorch.compile(print)(1)\n") == []  # no class to hoist
 
@@ -335,6 +335,19 @@ def test_the_recording_run_stops_at_the_entry_point_without_compiling(pool):
     assert result.probe["modules"] == [{"class": "Net", "init": [], "init_kw": {}, "call": [
         {"tensor": [2, 3], "dtype": "float16", "device": "cpu", "grad": False, "dynamic": [0]}],
         "at_entry": {"training": True, "grad": True}}]
+
+
+@pytest.mark.slow
+def test_the_recording_run_for_a_failure_across_calls_records_the_compiled_modules_calls(pool):
+    """A recompile needs the calls (their shapes change), so that run goes on eagerly through the
+    compiled module's calls and records each; other compiled callables are run, not recorded."""
+    script = ("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, xs):\n"
+              "        return sum(x.sum() for x in xs)\n\n\nnet = torch.compile(Net())\nhelper = torch.compile(torch.sin)\n"
+              "for n in (1, 2, 3):\n    helper(torch.ones(2))\n    net([torch.ones(4)] * n)\nprint('done')\n")
+    result = pool.run(RunSpec(script=script, env=REPLAY_ENV))
+    assert result.status == "ok" and "done" in result.stdout
+    one = {"tensor": [4], "dtype": "float32", "device": "cpu", "grad": False}
+    assert result.probe["entry"] == {"class": "Net", "calls": [[{"seq": "list", "items": [one] * n}] for n in (1, 2, 3)]}
 
 
 @pytest.fixture(scope="module")
