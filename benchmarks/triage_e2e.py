@@ -7,7 +7,9 @@ sandboxed runs), the way the README's main command runs it, with the CLI's defau
 (`--budget-total`, 300 s) unless told otherwise. The baseline is the same pipeline with cold runs
 only (`--jobs 0`: every run a fresh interpreter importing torch, no warm workers), run in the same
 invocation so both see the same machine. Reported: per issue and stage, then per stage the median
-and max over the set, and each triage's overrun of its total budget.
+and max over the set, the whole triage's, when the report was out (the whole less torch's FX-graph
+minifier, which runs after the report is written and then updates it), and each triage's overrun
+of its total budget.
 `gpu` (benchmarks/gpu_issues/: an injected Triton compile error and an injected accuracy bug) needs a
 CUDA machine.
 Targets (issue #15): on 2 cores, the README example <= 45 s, the realistic set's median <= 90 s and
@@ -77,13 +79,23 @@ def print_table(rows: list[dict]) -> None:
                                                       for name, (runs, seconds) in row["minimize_passes"].items() if runs))
 
 
+def stage_seconds(row: dict, stage: str) -> float:
+    """A stage's seconds; "whole triage" is the process's wall time, and "report out" the same less
+    the FX-graph minifier, which runs after the report is written (and published) and updates it."""
+    if stage == "whole triage":
+        return row["wall_s"]
+    if stage == "report out":
+        return round(row["wall_s"] - row["stages"].get("graph", 0.0), 1)
+    return row["stages"].get(stage, 0.0)
+
+
 def print_summary(rows: list[dict]) -> None:
     """Per set and mode: each stage's median and max, the whole triage's, and the worst overrun."""
     for (name, mode) in sorted({(r["set"], r["mode"]) for r in rows}):
         group = [r for r in rows if (r["set"], r["mode"]) == (name, mode)]
         print(f"\n{name} ({mode}, {len(group)} issues): stage median / max s")
-        for stage in STAGES + ("whole triage",):
-            values = [r["wall_s"] if stage == "whole triage" else r["stages"].get(stage, 0.0) for r in group]
+        for stage in STAGES + ("whole triage", "report out"):
+            values = [stage_seconds(r, stage) for r in group]
             print(f"  {stage:<13}{statistics.median(values):>8.1f}{max(values):>8.1f}")
         print(f"  worst overrun of --budget-total: {max(r['overrun'] for r in group):.0%}")
 

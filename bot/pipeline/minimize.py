@@ -24,7 +24,8 @@ from typing import Callable
 
 from runners.reduce import ReduceStats, Reducer, count_tokens
 from runners.reduce.dead import without_dead_code
-from runners.reduce.hoist import hoisted_programs, replayed_programs
+from runners.reduce.hoist import hoisted_programs
+from runners.reduce.replay import replayed_programs
 from bot.core.source import tidy
 from runners.safefs import remove_tree
 from runners.sandbox import RunResult, RunSpec

@@ -62,7 +62,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
     for record in records:
         try:
             instance = in_entry_mode(instantiation(record, classes), record)
-            specs = _items(record.get("call"))
+            specs = spec_items(record.get("call"))
             inputs = [value_expr(spec, classes) for spec in specs]
             marks = [dynamic_dims(spec) for spec in specs]
         except (Unrepresentable, AttributeError, TypeError):
@@ -75,9 +75,9 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
             tail = [model] + bound + [check]
         else:
             tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args)))]
-        tail = _under_no_grad(tail, record)
+        tail = under_no_grad(tail, record)
         body = live_statements(copy.deepcopy(preamble), ast.Module(body=tail, type_ignores=[]), modules) + tail
-        programs.append(names.named(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[])))))
+        programs.append(names.named(without_unread(format_source(ast.Module(body=body, type_ignores=[])))))
     return sorted(dict.fromkeys(programs), key=size_key)[:MAX_PROGRAMS]
 
 
@@ -151,7 +151,7 @@ def bound_inputs(inputs: list[ast.expr], marks: list[list[int]], params: list[st
     statements, args = [], []
     for index, (value, dims) in enumerate(zip(inputs, marks)):
         name = names.new(params[index] if index < len(params) else "x")
-        statements.append(_assign(name, value))
+        statements.append(assignment(name, value))
         statements += [ast.Expr(ast.Call(func=ast.Attribute(value=_torch_attr("_dynamo"), attr="mark_dynamic", ctx=ast.Load()),
                                          args=[ast.Name(id=name, ctx=ast.Load()), ast.Constant(dim)], keywords=[]))
                        for dim in dims]
@@ -170,99 +170,6 @@ def dynamic_dims(spec: Any) -> list[int]:
     return sorted(set(dims))
 
 
-MAX_REPLAYED_CALLS = 16
-
-
-def replayed_programs(tree: ast.Module, records: Sequence[Any], entry: Any) -> list[str]:
-    """For a failure that shows across calls (a recompile): the compiled module built as the
-    script built it, then called on fresh inputs like each of the script's calls of it, in order
-    (`entry`: what a `replay` recording run saw). At most one program."""
-    call = entry_call(tree)
-    if call is None or is_export(call) or not isinstance(entry, dict):
-        return []
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-    record = next((r for r in records if isinstance(r, dict) and r.get("class") == entry.get("class")), None)
-    if record is None:
-        return []
-    try:
-        instance = in_entry_mode(instantiation(record, classes), record)
-        calls = [[value_expr(spec, classes) for spec in _items(args)] for args in _items(entry.get("calls"))[:MAX_REPLAYED_CALLS]]
-    except (Unrepresentable, AttributeError, TypeError):
-        return []
-    if not calls:
-        return []
-    names = Placeholders()
-    model = names.new("model")
-    compiled = entry_applied(call, instance, []).func
-    replay = replay_statements([_as_repeated(ast.Call(func=ast.Name(id=model, ctx=ast.Load()), args=args, keywords=[]))
-                                for args in calls], names)
-    tail = [_assign(model, compiled)] + _under_no_grad(replay, record, len(replay))
-    modules = {r.get("class") for r in records if isinstance(r, dict)}
-    body = live_statements(copy.deepcopy(preamble_of(tree, call)), ast.Module(body=tail, type_ignores=[]), modules) + tail
-    return [names.named(_without_dead_code(format_source(ast.Module(body=body, type_ignores=[]))))]
-
-
-def _as_repeated(node: ast.Call) -> ast.Call:
-    """Each list of the same fresh tensor, n times, as `[torch.zeros(8, 16) for _ in range(n)]` (one
-    form whatever n, so that calls that differ by a list's length differ by one number)."""
-    for parent in ast.walk(node):
-        for field_name, value in ast.iter_fields(parent):
-            items = value if isinstance(value, list) else [value]
-            for index, child in enumerate(items):
-                if (isinstance(child, ast.List) and child.elts and all(isinstance(e, ast.Call) for e in child.elts)
-                        and len({ast.dump(e) for e in child.elts}) == 1):
-                    repeated = ast.ListComp(elt=child.elts[0], generators=[ast.comprehension(
-                        target=ast.Name(id="_", ctx=ast.Store()), iter=_range(0, len(child.elts), 1), ifs=[], is_async=0)])
-                    if isinstance(value, list):
-                        value[index] = repeated
-                    else:
-                        setattr(parent, field_name, repeated)
-    return node
-
-
-def replay_statements(calls: list[ast.Call], names: Placeholders) -> list[ast.stmt]:
-    """The calls, one statement each; or, where they differ by one whole number only and it steps
-    evenly (a list's length 1, 2, 3, ...; batch sizes 8, 16, 24), one loop over those numbers."""
-    blank = [_without_constants(call) for call in calls]
-    numbers = [[n.value for n in ast.walk(call) if isinstance(n, ast.Constant)] for call in calls]
-    if len(calls) < 3 or len(set(blank)) != 1:
-        return [ast.Expr(call) for call in calls]
-    varying = [i for i, column in enumerate(zip(*numbers)) if len(set(column)) > 1]
-    values = [row[varying[0]] for row in numbers] if len(varying) == 1 else []
-    steps = {b - a for a, b in zip(values, values[1:])}
-    if not values or not all(type(v) is int for v in values) or len(steps) != 1 or 0 in steps:
-        return [ast.Expr(call) for call in calls]
-    step = steps.pop()
-    body, counter = copy.deepcopy(calls[0]), names.new("n")
-    constant = [n for n in ast.walk(body) if isinstance(n, ast.Constant)][varying[0]]
-    _replace_node(body, constant, ast.Name(id=counter, ctx=ast.Load()))
-    return [ast.For(target=ast.Name(id=counter, ctx=ast.Store()), iter=_range(values[0], values[-1] + step, step),
-                    body=[ast.Expr(body)], orelse=[])]
-
-
-def _without_constants(node: ast.AST) -> str:
-    blank = copy.deepcopy(node)
-    for child in ast.walk(blank):
-        if isinstance(child, ast.Constant):
-            child.value = None
-    return ast.dump(blank)
-
-
-def _replace_node(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
-    for parent in ast.walk(tree):
-        for field_name, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field_name, new)
-            elif isinstance(value, list) and any(item is old for item in value):
-                value[[id(item) for item in value].index(id(old))] = new
-
-
-def _range(start: int, stop: int, step: int) -> ast.Call:
-    """`range(stop)`, `range(start, stop)` or `range(start, stop, step)`, whichever says it."""
-    args = [stop] if start == 0 and step == 1 else [start, stop] if step == 1 else [start, stop, step]
-    return ast.Call(func=ast.Name(id="range", ctx=ast.Load()), args=[ast.Constant(a) for a in args], keywords=[])
-
-
 def _at_entry(record: dict) -> dict:
     """The module's state when the script reached its entry point (training mode, grad mode), as
     the probe recorded it; {} when absent or malformed."""
@@ -278,7 +185,7 @@ def in_entry_mode(instance: ast.expr, record: dict) -> ast.expr:
     return ast.Call(func=ast.Attribute(value=instance, attr="eval", ctx=ast.Load()), args=[], keywords=[])
 
 
-def _under_no_grad(statements: list[ast.stmt], record: dict, calls: int = 1) -> list[ast.stmt]:
+def under_no_grad(statements: list[ast.stmt], record: dict, calls: int = 1) -> list[ast.stmt]:
     """The last `calls` statements inside `with torch.no_grad():` when grad was off at the entry
     point (an inference graph, not a training one)."""
     if _at_entry(record).get("grad") is not False:
@@ -306,7 +213,7 @@ def compared_call(tree: ast.Module, entry: ast.expr, instance: ast.expr, args: l
     eager = ast.Call(func=ast.Name(id=model, ctx=ast.Load()), args=copy.deepcopy(args), keywords=[])
     check = ast.Call(func=ast.Attribute(value=_torch_attr("testing"), attr="assert_close", ctx=ast.Load()),
                      args=[compiled, eager], keywords=tolerance_of(tree))
-    return _assign(model, instance), ast.Expr(check)
+    return assignment(model, instance), ast.Expr(check)
 
 
 def tolerance_of(tree: ast.Module) -> list[ast.keyword]:
@@ -327,11 +234,11 @@ def _called_name(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
-def _assign(name: str, value: ast.expr) -> ast.Assign:
+def assignment(name: str, value: ast.expr) -> ast.Assign:
     return ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value)
 
 
-def _without_dead_code(source: str) -> str:
+def without_unread(source: str) -> str:
     """What the program leaves unread deleted (the outer model and the training loop, mostly), to a
     fixpoint: the smallest of them is then the innermost module, which is tried first."""
     for _ in range(20):
@@ -497,7 +404,7 @@ def instantiation(record: dict, classes: dict[str, ast.ClassDef]) -> ast.Call:
     if not isinstance(init_kw, dict):
         raise Unrepresentable("keywords are not a mapping")
     return ast.Call(func=ast.Name(id=name, ctx=ast.Load()),
-                    args=[value_expr(spec, classes) for spec in _items(record.get("init"))],
+                    args=[value_expr(spec, classes) for spec in spec_items(record.get("init"))],
                     keywords=[ast.keyword(arg=_identifier(key), value=value_expr(spec, classes))
                               for key, spec in init_kw.items()])
 
@@ -513,7 +420,7 @@ def value_expr(spec: Any, classes: dict[str, ast.ClassDef], depth: int = 0) -> a
     if "torch_dtype" in spec:
         return _torch_attr(_dtype(spec["torch_dtype"]))
     if "seq" in spec:
-        items = [value_expr(item, classes, depth + 1) for item in _items(spec.get("items"))]
+        items = [value_expr(item, classes, depth + 1) for item in spec_items(spec.get("items"))]
         return ast.List(elts=items, ctx=ast.Load()) if spec["seq"] == "list" else ast.Tuple(elts=items, ctx=ast.Load())
     if "dict" in spec and isinstance(spec["dict"], dict):
         return ast.Dict(keys=[ast.Constant(_string(key)) for key in spec["dict"]],
@@ -612,7 +519,7 @@ def _identifier(name: Any) -> str:
     return name
 
 
-def _items(value: Any) -> list:
+def spec_items(value: Any) -> list:
     if value is None:
         return []
     if not isinstance(value, list):
