@@ -166,6 +166,7 @@ class PredicateServer:
         minimizer.deadline = deadline
         minimizer.backend_env = self.backend_env
         minimizer.original_output = self.original_output
+        minimizer.compiler_off_checked = self.check_compiler_off  # what "the same failure" compares follows it
         return minimizer
 
     # --- the predicate -------------------------------------------------------------------------------
