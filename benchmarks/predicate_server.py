@@ -127,6 +127,7 @@ class PredicateServer:
         started = time.monotonic()
         self.backend_env: dict[str, str] = {}
         self.original_output = ""
+        self.check_compiler_off = False
         try:
             minimizer = self._minimizer(cache_dir, None)
             self.original, result = minimizer.classify_original(self.source)
