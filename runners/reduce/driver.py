@@ -26,7 +26,7 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 
 from runners.reduce.base import Edit, Predicate, ReduceResult, ReduceStats, count_tokens, format_source, size_key
 from runners.reduce.checks import sure_errors
-from runners.reduce.shape import Shape, shape_of
+from runners.reduce.shape import Shape, joined, shape_of
 from runners.reduce.structural import argument_edits, constant_edits, expression_edits, statement_edits, unwrap_edits
 from runners.reduce.rewrites import inline_edits, instance_edits, parameter_edits
 from runners.reduce.dead import dead_code_edits
@@ -118,7 +118,11 @@ class Reducer:
                 break
         if pending:
             self._count_pass("hoist", runs, started)
-        return self._accept(winner) if winner else (tree, best)
+        if not winner:
+            return tree, best
+        if self.shape is not None:
+            self.shape = joined(self.shape, shape_of(winner.tree))
+        return self._accept(winner)
 
     def _timed_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
         """_run_pass, with its runs and wall time added to the statistics under the pass's name."""

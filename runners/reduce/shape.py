@@ -50,6 +50,16 @@ class Shape:
                 and (not self.input_branch or other.input_branch))
 
 
+def joined(original: Shape, leap: Shape) -> Shape:
+    """What a reduction that went on from a leap keeps: the original's facts and those the leap
+    shows that the original's code hid (a hoisted call passes `torch.randn(16)` where the script
+    passed a name the rule cannot follow, so a tensor input became a fact to keep)."""
+    return Shape(entry_points=original.entry_points | leap.entry_points,
+                 tensor_input=original.tensor_input or leap.tensor_input,
+                 number_input=original.number_input,
+                 input_branch=original.input_branch or leap.input_branch)
+
+
 def shape_of(tree: ast.AST) -> Shape:
     bindings = _bindings(tree)
     compiled = _compiled_names(tree)

@@ -221,3 +221,14 @@ def test_fields_left_at_their_default_factorys_value_are_not_written_out():
         return [{"class": "Net", "init": [{"dataclass": "Cfg", "fields": fields}], "init_kw": {}, "call": [tensor(2)]}]
     assert hoisted_programs(ast.parse(script), record([8, 16]))[0].endswith("torch.compile(Net(Cfg()))(torch.randn(2))\n")
     assert "Net(Cfg(sizes=[4]))" in hoisted_programs(ast.parse(script), record([4]))[0]
+
+
+def test_a_tensor_the_leap_passes_stays_a_tensor_though_the_original_hid_it():
+    """The original passes `batch[0]`, which the shape rule cannot follow to a tensor; the leap
+    passes `torch.randn(4)`, and from then on no candidate may pass a number in its place."""
+    source = ("import torch\nbatch = load()\nnet = torch.compile(Net())\nnet(batch[0])\nnet(batch[1])\n"
+              "print('a long tail the leap drops')\n")
+    leap = "import torch\nnet = torch.compile(Net())\nnet(torch.randn(4))\nnet(torch.randn(4))\n"
+    result = reduce_source(source, lambda text: "torch.compile(Net())" in text and "net(" in text, leaps=[leap])
+    assert result.stats.passes.get("hoist") == 1
+    assert "torch.randn(" in result.source and "net(4)" not in result.source, result.source
