@@ -13,7 +13,10 @@ call, as plain specs. `hoisted_programs` turns each record into a candidate prog
 definitions and set-up, then the original's entry point (`torch.compile` with its own keywords, or
 `torch.export.export`) applied to that class alone, called on fresh tensors of the recorded shapes
 and dtypes. The reducer tests them (smallest first) before its first round and goes on from the
-first that fails the same way; the others cost a run each.
+first that fails the same way; the others cost a run each. The call keeps the state the script
+compiled in (`.eval()`, `torch.no_grad()`, `mark_dynamic` dims). For a difference of values
+(`compare`) the program checks the compiled module against the same module in eager
+(`compared_call`); a failure across calls is replay.py's.
 
 The records come from the user's script and are not trusted: a class must be one the file
 defines, a keyword a plain identifier, a tensor small and of a known dtype, and anything else
