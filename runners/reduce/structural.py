@@ -196,12 +196,20 @@ def constant_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Shrink numbers: n -> 1, 2, n // 2 (and floats to 1.0 / 0.0); sizes and counts get small.
     A tolerance keyword's value stays."""
     thresholds = {id(k.value) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg in TOLERANCE_KEYWORDS}
-    for path, node in walk_paths(tree):
-        if id(node) in thresholds:
-            continue
-        if path and isinstance(node, ast.Constant) and type(node.value) in (int, float) and not isinstance(node.value, bool):
-            for smaller in _smaller_numbers(node.value):
-                yield "constants", _replace_constant(path, smaller)
+    numbers = [(path, node) for path, node in walk_paths(tree) if path and id(node) not in thresholds
+               and isinstance(node, ast.Constant) and type(node.value) in (int, float) and not isinstance(node.value, bool)]
+    for path, node in numbers:
+        for smaller in _smaller_numbers(node.value):
+            yield "constants", _replace_constant(path, smaller)
+    # One size written in several places (`Block(64)` and `torch.randn(64)`): shrunk one at a time,
+    # each alone makes a shape mismatch; shrunk together, they stay one size.
+    by_value: dict = {}
+    for path, node in numbers:
+        by_value.setdefault((type(node.value), node.value), []).append(path)
+    for (_, value), paths in by_value.items():
+        if len(paths) > 1:
+            for smaller in _smaller_numbers(value):
+                yield "constants", _replace_constants(paths, smaller)
 
 
 def _smaller_numbers(value: int | float) -> list[int | float]:
@@ -211,6 +219,14 @@ def _smaller_numbers(value: int | float) -> list[int | float]:
     if value < 0:
         options = [-1, value // 2]
     return list(dict.fromkeys(v for v in options if abs(v) < abs(value)))
+
+
+def _replace_constants(paths: list[NodePath], value: int | float) -> Edit:
+    edits = [_replace_constant(path, value) for path in paths]
+
+    def edit(tree: ast.AST) -> bool:
+        return all([change(tree) for change in edits])
+    return edit
 
 
 def _replace_constant(path: NodePath, value: int | float) -> Edit:

@@ -58,6 +58,18 @@ def test_shrinks_tensor_shapes_and_loop_counts():
     assert result.source == "import torch\nx = torch.randn(1, 1, 1, 1)\n"  # the import stays: torch is read
 
 
+def test_one_size_written_in_two_places_shrinks_in_both_at_once():
+    """`Net(64)` with `torch.randn(64)`: shrinking either alone is a shape mismatch."""
+    source = "import torch\nnet = Net(64)\nx = torch.randn(64)\nshow(net, x)\n"
+
+    def same_size(text: str) -> bool:
+        tree = ast.parse(text)
+        sizes = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, int)]
+        return len(sizes) == 2 and sizes[0] == sizes[1] and "show(net, x)" in text and "= Net(" in text and "= torch.randn(" in text
+    result = reduce_source(source, same_size)
+    assert "Net(1)" in result.source and "torch.randn(1)" in result.source, result.source
+
+
 def test_a_closeness_checks_tolerance_is_kept_as_the_script_states_it():
     """Shrunk to 0 or dropped (assert_close's tighter default), float noise between compiled and
     eager would pass for the bug; the compiler-off run, eager against itself, cannot tell."""
