@@ -17,6 +17,7 @@ from runners.reduce.base import format_source
 from runners.reduce.hoist import (Placeholders, Unrepresentable, assignment, spec_items, under_no_grad, without_unread,
                                   entry_applied, entry_call, in_entry_mode, instantiation, live_statements, preamble_of,
                                   value_expr)
+from runners.reduce.paths import NodePath, replace_with, walk_paths
 from runners.reduce.shape import is_export
 
 MAX_REPLAYED_CALLS = 16
@@ -54,26 +55,21 @@ def replayed_programs(tree: ast.Module, records: Sequence[Any], entry: Any) -> l
 def _as_repeated(node: ast.Call) -> ast.Call:
     """Each list of the same fresh tensor, n times, as `[torch.zeros(8, 16) for _ in range(n)]` (one
     form whatever n, so that calls that differ by a list's length differ by one number)."""
-    for parent in ast.walk(node):
-        for field_name, value in ast.iter_fields(parent):
-            items = value if isinstance(value, list) else [value]
-            for index, child in enumerate(items):
-                if (isinstance(child, ast.List) and child.elts and all(isinstance(e, ast.Call) for e in child.elts)
-                        and len({ast.dump(e) for e in child.elts}) == 1):
-                    repeated = ast.ListComp(elt=child.elts[0], generators=[ast.comprehension(
-                        target=ast.Name(id="_", ctx=ast.Store()), iter=_range(0, len(child.elts), 1), ifs=[], is_async=0)])
-                    if isinstance(value, list):
-                        value[index] = repeated
-                    else:
-                        setattr(parent, field_name, repeated)
-    return node
+    class Repeated(ast.NodeTransformer):
+        def visit_List(self, found: ast.List) -> ast.expr:
+            self.generic_visit(found)
+            if not (found.elts and all(isinstance(e, ast.Call) for e in found.elts) and len({ast.dump(e) for e in found.elts}) == 1):
+                return found
+            return ast.ListComp(elt=found.elts[0], generators=[ast.comprehension(
+                target=ast.Name(id="_", ctx=ast.Store()), iter=_range(0, len(found.elts), 1), ifs=[], is_async=0)])
+    return Repeated().visit(node)
 
 
 def replay_statements(calls: list[ast.Call], names: Placeholders) -> list[ast.stmt]:
     """The calls, one statement each; or, where they differ by one whole number only and it steps
     evenly (a list's length 1, 2, 3, ...; batch sizes 8, 16, 24), one loop over those numbers."""
     blank = [_without_constants(call) for call in calls]
-    numbers = [[n.value for n in ast.walk(call) if isinstance(n, ast.Constant)] for call in calls]
+    numbers = [[node.value for _, node in _constants(call)] for call in calls]
     if len(calls) < 3 or len(set(blank)) != 1:
         return [ast.Expr(call) for call in calls]
     varying = [i for i, column in enumerate(zip(*numbers)) if len(set(column)) > 1]
@@ -83,8 +79,7 @@ def replay_statements(calls: list[ast.Call], names: Placeholders) -> list[ast.st
         return [ast.Expr(call) for call in calls]
     step = steps.pop()
     body, counter = copy.deepcopy(calls[0]), names.new("n")
-    constant = [n for n in ast.walk(body) if isinstance(n, ast.Constant)][varying[0]]
-    _replace_node(body, constant, ast.Name(id=counter, ctx=ast.Load()))
+    replace_with(_constants(body)[varying[0]][0], ast.Name(id=counter, ctx=ast.Load()))(body)
     return [ast.For(target=ast.Name(id=counter, ctx=ast.Store()), iter=_range(values[0], values[-1] + step, step),
                     body=[ast.Expr(body)], orelse=[])]
 
@@ -97,13 +92,8 @@ def _without_constants(node: ast.AST) -> str:
     return ast.dump(blank)
 
 
-def _replace_node(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
-    for parent in ast.walk(tree):
-        for field_name, value in ast.iter_fields(parent):
-            if value is old:
-                setattr(parent, field_name, new)
-            elif isinstance(value, list) and any(item is old for item in value):
-                value[[id(item) for item in value].index(id(old))] = new
+def _constants(node: ast.AST) -> list[tuple[NodePath, ast.Constant]]:
+    return [(path, child) for path, child in walk_paths(node) if path and isinstance(child, ast.Constant)]
 
 
 def _range(start: int, stop: int, step: int) -> ast.Call:
