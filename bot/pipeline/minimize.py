@@ -33,7 +33,7 @@ from runners.sandbox import RunResult, RunSpec
 from bot.core import ladder as ladder_rules
 from bot.core.classify import Classifier
 from bot.core.records import Classification
-from bot.core.report import MinimizedRepro
+from bot.core.report import MinimizedRepro, RunRecord
 from bot.pipeline.ladder import observed
 from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces
 from bot.core.signature import short_type
@@ -175,14 +175,41 @@ class Minimizer:
         (backend="eager" for a graph break: Dynamo fails before any backend runs), so candidates
         that lose the failure do not each pay an Inductor compile. The PT2 guides minimize the
         same way. {} when the script names its backend or only Inductor shows the failure."""
+        keeps_cause = self.classifier.ruleset.categories[original.category].keeps_cause
+        for env, classification, run in self.cheaper_rung_runs(original.category, script):
+            if same_failure(original, classification, run.status, self.match(original)) and \
+                    keeps_cause(self.original_output, output_text(run)):
+                return env
+        return {}
+
+    def cheaper_rung_runs(self, category: str, script: str) -> list[tuple[dict[str, str], Classification, RunResult]]:
+        """The script run on each backend cheaper than Inductor that can show `category` (in
+        parallel), cheapest first; none when the script names its backend."""
         ladder = self.classifier.ruleset.ladder
         if not ladder_rules.switchable(ladder, script):
-            return {}
+            return []
         envs = [{PROBE_ENV: json.dumps(dict(rung.probe), sort_keys=True)}
-                for rung in ladder_rules.cheaper_rungs(ladder, original.category)]
+                for rung in ladder_rules.cheaper_rungs(ladder, category)]
         with ThreadPoolExecutor(max(1, self.parallelism)) as pool:
-            fails = list(pool.map(lambda env: self.fails_same(original, script, env), envs))
-        return next((env for env, failed in zip(envs, fails) if failed), {})
+            runs = list(pool.map(lambda env: self.classify_run(script, env), envs))
+        return [(env, classification, run) for env, (classification, run) in zip(envs, runs)]
+
+    def original_failure(self, script: str, reproduced: RunRecord | None) -> tuple[Classification, RunResult, dict | None]:
+        """(the failure to keep, the run that shows it, the candidates' backend env or None when
+        still to be found). Given the reproduction's run, a cheaper backend that fails the way it
+        did stands in for the original's own run: the whole script is not compiled by Inductor
+        once more to see what the reproduction already saw (15-27 s of the realistic reports'
+        minimize). That rung's run is what candidates, run on it, are held to (keeps_cause)."""
+        if reproduced is not None and reproduces(reproduced.classification, reproduced.status):
+            target = reproduced.classification
+            for env, classification, run in self.cheaper_rung_runs(target.category, script):
+                if same_failure(target, classification, run.status):
+                    self.original_output = output_text(run)
+                    return target, run, env
+        original, result = self.classify_original(script)
+        if not reproduces(original, result.status):
+            raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
+        return original, result, None
 
     def is_interesting(self, original: Classification, candidate: str, check_compiler_off: bool) -> bool:
         """The reducer's predicate: `candidate` keeps `import torch` and a PT2 entry point, fails as
@@ -253,19 +280,18 @@ class Minimizer:
                 return candidate
         return source
 
-    def minimize(self, script: str) -> MinimizeResult:
+    def minimize(self, script: str, reproduced: RunRecord | None = None) -> MinimizeResult:
+        """`reproduced`: the reproduction's run that showed the failure, when there was one."""
+        if not keeps_pt2(script):
+            raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
         self.cache_dir = self.given_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         self.compiler_off_checked = False
         try:
             started = time.monotonic()
-            original, result = self.classify_original(script)
-            if not keeps_pt2(script):
-                raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
-            if not reproduces(original, result.status):
-                raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
+            original, result, backend_env = self.original_failure(script, reproduced)
             log.info("minimizing a %s failure: %s", original.category, original.signature)
             check_compiler_off = self.needs_compiler_off_check(original, script, result)
-            self.backend_env = self.cheapest_backend_env(original, script)
+            self.backend_env = self.cheapest_backend_env(original, script) if backend_env is None else backend_env
 
             def interesting(candidate: str) -> bool:
                 return self.is_interesting(original, candidate, check_compiler_off)

@@ -168,7 +168,8 @@ class Triage:
     def minimize(self, run: TriageRun) -> str:
         if not (run.reproduction and run.reproduction.reproduced and run.script):
             return "skipped: nothing reproduced to minimize"
-        if not any(record_reproduces(r) for r in run.reproduction.runs):
+        deciding = next((r for r in run.reproduction.runs if record_reproduces(r)), None)
+        if deciding is None:
             return "skipped: a silent failure (measured by a differential run); the minimizer shrinks failing runs"
         if code_lines(run.script) <= self.options.minimize_above_lines:
             return (f"skipped: the repro is {code_lines(run.script)} code lines already, what a maintainer would write "
@@ -180,7 +181,7 @@ class Triage:
                               timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs,
                               gpu=self.test_device(run) == "cuda", stop_when_eager_shares=True, cache_dir=run.cache_dir)
         try:
-            result = minimizer.minimize(run.script)
+            result = minimizer.minimize(run.script, reproduced=deciding)
         except NotReproducible as exc:
             return f"skipped: {exc}"
         stats, run.minimized = result.stats, result.record()

@@ -185,6 +185,38 @@ def test_candidates_run_on_the_cheapest_backend_that_shows_the_failure(classifie
     assert minimizer.cheapest_backend_env(original, named) == {}  # a script that names its backend keeps it
 
 
+@pytest.mark.slow
+def test_the_reproductions_failure_is_not_compiled_again_when_a_cheaper_backend_shows_it(classifier, pool):
+    """Given the reproduction's run, minimize checks the cheaper backends against it and starts
+    there: the original is not compiled by Inductor once more. When no cheaper backend shows that
+    failure (another signature, or an Inductor-only failure), the original runs as given."""
+    from types import SimpleNamespace
+    graph_break = ("import torch\n\n\ndef f(x):\n    if x.sum() > 0:\n        return x + 1\n    return x\n\n\n"
+                   "torch.compile(f, fullgraph=True)(torch.ones(3))\n")
+    envs = []
+
+    def recording_run(spec):
+        envs.append(spec.env.get(PROBE_ENV))
+        return pool.run(spec)
+
+    minimizer = Minimizer(classifier, recording_run)
+    reproduced, run = minimizer.classify_run(graph_break)
+    record = SimpleNamespace(classification=reproduced, status=run.status)
+    envs.clear()
+    original, _, backend_env = minimizer.original_failure(graph_break, record)
+    assert original == reproduced and json.loads(backend_env[PROBE_ENV]) == {"backend": "eager"}
+    assert None not in envs  # every run was on a cheaper backend, none with the script's own
+    assert "Unsupported" in minimizer.original_output or "graph break" in minimizer.original_output.lower()
+
+    other = SimpleNamespace(classification=verdict(signature=reproduced.signature + "!"), status="failed")
+    envs.clear()
+    original, _, backend_env = minimizer.original_failure(graph_break, other)
+    assert backend_env is None and original.signature == reproduced.signature and None in envs
+    compile_error = (paths.REPROS / "inductor_compile_error.py").read_text()
+    shown, run = minimizer.classify_run(compile_error)
+    original, _, backend_env = minimizer.original_failure(
+        compile_error, SimpleNamespace(classification=shown, status=run.status))
+    assert backend_env is None and original.category == "backend_compiler_failed"
 NESTED = """\
 from dataclasses import dataclass
 import torch
