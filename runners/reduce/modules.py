@@ -1,0 +1,227 @@
+"""The passes that take `nn.Module`s apart the way a maintainer does when writing a repro by hand:
+an attribute that only ever holds one constant is read as that constant (`self.capacity` ->
+`0.0`, its `__init__` parameter then unread), and a module left with no state at all becomes a
+plain function (`class Gate(nn.Module): def forward(self, x): ...` compiled as `Gate()` ->
+`def gate(x): ...` compiled as `gate`). Each yields (pass name, edit); the predicate decides."""
+from __future__ import annotations
+
+import ast
+import copy
+import re
+from typing import Iterator
+
+from runners.reduce.base import Edit
+from runners.reduce.paths import resolve, set_child, walk_paths
+from runners.reduce.rewrites import SELF_RETURNING_METHODS, _bind_arguments
+
+CALL_METHOD = "forward"  # what calling an nn.Module instance runs
+
+
+def attribute_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Read an attribute that holds one constant as that constant: `self.x = <literal>` in
+    `__init__`, or `self.x = param` where every instantiation of the class gives `param` the same
+    literal (or leaves it at its literal default). The attribute must be set nowhere else and read
+    only through `self` inside the class."""
+    for cls in _classes(tree):
+        init = _method(cls, "__init__")
+        if init is None or not init.args.args:
+            continue
+        bindings = _instantiation_bindings(tree, cls, init)
+        for attribute, value in _init_assignments(init):
+            literal = value if _is_literal(value) else _bound_literal(value, bindings)
+            if literal is not None and _only_set_and_read_in(tree, cls, attribute):
+                yield "attributes", _read_as_constant(cls.name, attribute, literal)
+
+
+def function_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """A module with no state (its `__init__`, if any, only calls `super().__init__()`, and
+    `forward` never reads `self`) becomes a function, and each `Module()` (with `.eval()`-style
+    calls on it) that function. Not for a script that exports: `torch.export` takes modules only."""
+    if _exports(tree):
+        return
+    for cls in _classes(tree):
+        if _stateless(cls) and _only_instantiated(tree, cls.name):
+            yield "functions", _as_function(cls.name, _function_name(tree, cls.name))
+
+
+def _classes(tree: ast.AST) -> list[ast.ClassDef]:
+    return [node for node in getattr(tree, "body", []) if isinstance(node, ast.ClassDef) and not node.decorator_list]
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _is_literal(node: ast.expr) -> bool:
+    """A number, string, bool or None (possibly negated), or a tuple of them."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Tuple):
+        return all(_is_literal(element) for element in node.elts)
+    return isinstance(node, ast.Constant) and not isinstance(node.value, bytes)
+
+
+def _instantiation_bindings(tree: ast.AST, cls: ast.ClassDef, init: ast.FunctionDef) -> list[dict[str, ast.expr]] | None:
+    """What each `Class(...)` call binds `__init__`'s parameters to; None when some call cannot be
+    bound simply, or the class is used other than by calling it (subclassed, passed around)."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _names(node.func, cls.name)]
+    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == cls.name)
+    if not calls or uses != len(calls):
+        return None
+    bindings = [_bind_arguments(init.args, call, skip_self=True) for call in calls]
+    return None if any(binding is None for binding in bindings) else bindings
+
+
+def _names(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _bound_literal(value: ast.expr, bindings: list[dict[str, ast.expr]] | None) -> ast.expr | None:
+    """The literal every instantiation gives the parameter `value` names, if they all agree."""
+    if not isinstance(value, ast.Name) or not bindings:
+        return None
+    given = [binding.get(value.id) for binding in bindings]
+    if any(g is None or not _is_literal(g) for g in given) or len({ast.dump(g) for g in given}) != 1:
+        return None
+    return given[0]
+
+
+def _init_assignments(init: ast.FunctionDef) -> Iterator[tuple[str, ast.expr]]:
+    """(attribute, value) of each top-level `self.attribute = value` in `__init__`."""
+    receiver = init.args.args[0].arg
+    for statement in init.body:
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Attribute) and _names(statement.targets[0].value, receiver)):
+            yield statement.targets[0].attr, statement.value
+
+
+def _only_set_and_read_in(tree: ast.AST, cls: ast.ClassDef, attribute: str) -> bool:
+    """`attribute` is set once (in `__init__`) and otherwise only read, always as `<self>.attribute`
+    inside the class's own methods: nothing outside sees it."""
+    inside = {id(node) for node in _self_attributes(cls, attribute)}
+    stores = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == attribute:
+            if id(node) not in inside:
+                return False
+            stores += not isinstance(node.ctx, ast.Load)
+    return stores == 1
+
+
+def _self_attributes(cls: ast.ClassDef, attribute: str) -> Iterator[ast.Attribute]:
+    for method in cls.body:
+        if isinstance(method, ast.FunctionDef) and method.args.args:
+            receiver = method.args.args[0].arg
+            for node in ast.walk(method):
+                if isinstance(node, ast.Attribute) and node.attr == attribute and _names(node.value, receiver):
+                    yield node
+
+
+def _read_as_constant(class_name: str, attribute: str, literal: ast.expr) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        cls = next((n for n in _classes(tree) if n.name == class_name), None)
+        init = cls and _method(cls, "__init__")
+        if init is None:
+            return False
+        receiver = init.args.args[0].arg
+        init.body = [s for s in init.body if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+                                                  and isinstance(s.targets[0], ast.Attribute)
+                                                  and s.targets[0].attr == attribute
+                                                  and _names(s.targets[0].value, receiver))] or [ast.Pass()]
+        reads = {id(node) for node in _self_attributes(cls, attribute)}
+        for path, node in list(walk_paths(cls)):
+            if id(node) in reads:
+                set_child(resolve(cls, path[:-1]), path[-1], copy.deepcopy(literal))
+        return True
+    return edit
+
+
+def _exports(tree: ast.AST) -> bool:
+    return any(isinstance(node, ast.Call) and (_names(node.func, "export") or
+                                               (isinstance(node.func, ast.Attribute) and node.func.attr == "export"))
+               for node in ast.walk(tree))
+
+
+def _stateless(cls: ast.ClassDef) -> bool:
+    """Only a docstring, `forward`, and an `__init__` that only calls `super().__init__()`;
+    `forward` plain (no decorators, no `super`, a leading `self` it never reads)."""
+    forward = _method(cls, CALL_METHOD)
+    if forward is None or forward.decorator_list or forward.args.posonlyargs or not forward.args.args:
+        return False
+    for statement in cls.body:
+        if statement is forward or _is_docstring(statement):
+            continue
+        if not (isinstance(statement, ast.FunctionDef) and statement.name == "__init__" and _only_super_init(statement)):
+            return False
+    receiver = forward.args.args[0].arg
+    return not any(isinstance(node, ast.Name) and node.id in (receiver, "super", "__class__")
+                   for statement in forward.body for node in ast.walk(statement))
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, (ast.Expr, ast.Pass)) and (
+        isinstance(statement, ast.Pass) or isinstance(statement.value, ast.Constant))
+
+
+def _only_super_init(init: ast.FunctionDef) -> bool:
+    """`def __init__(self): super().__init__()` (a docstring or `pass` aside)."""
+    if len(init.args.args) != 1 or init.args.vararg or init.args.kwarg or init.args.kwonlyargs or init.decorator_list:
+        return False
+    for statement in init.body:
+        if _is_docstring(statement):
+            continue
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__"
+                and isinstance(call.func.value, ast.Call) and _names(call.func.value.func, "super")):
+            return False
+    return True
+
+
+def _only_instantiated(tree: ast.AST, name: str) -> bool:
+    """Every use of the class is `Name()` with no arguments."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _names(node.func, name)]
+    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == name)
+    return bool(calls) and uses == len(calls) and not any(call.args or call.keywords for call in calls)
+
+
+def _function_name(tree: ast.AST, class_name: str) -> str:
+    """The class name in snake case (`MoELayer` -> `moe_layer`), unless the script already uses it."""
+    snake = re.sub(r"(?<=[A-Za-z0-9])(?=[A-Z][a-z])", "_", class_name).lower()
+    taken = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} | {
+        node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))} | {
+        arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments) for arg in node.args}
+    name = snake if snake.isidentifier() else "f"
+    while name in taken:
+        name += "_fn"
+    return name
+
+
+def _as_function(class_name: str, function_name: str) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        index, cls = next(((i, n) for i, n in enumerate(tree.body)
+                           if isinstance(n, ast.ClassDef) and n.name == class_name), (None, None))
+        if cls is None:
+            return False
+        function = copy.deepcopy(_method(cls, CALL_METHOD))
+        function.name, function.args.args = function_name, function.args.args[1:]
+        tree.body[index] = function
+        for path in sorted(_instance_paths(tree, class_name), key=len, reverse=True):
+            set_child(resolve(tree, path[:-1]), path[-1], ast.Name(id=function_name, ctx=ast.Load()))
+        return True
+    return edit
+
+
+def _instance_paths(tree: ast.AST, class_name: str) -> list[tuple]:
+    """Paths of each `Class()`, taken with the `.eval()`-style calls made on it (they return the
+    instance itself, and a function has none of them)."""
+    found = []
+    for path, node in walk_paths(tree):
+        if isinstance(node, ast.Call) and _names(node.func, class_name):
+            while len(path) >= 2 and path[-1] == ("value", None) and path[-2] == ("func", None):
+                attribute, call = resolve(tree, path[:-1]), resolve(tree, path[:-2])
+                if not (isinstance(attribute, ast.Attribute) and attribute.attr in SELF_RETURNING_METHODS
+                        and isinstance(call, ast.Call)):
+                    break
+                path = path[:-2]
+            found.append(path)
+    return found

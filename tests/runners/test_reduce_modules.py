@@ -1,0 +1,110 @@
+"""Taking modules apart: a constant attribute read in place, a stateless module as a plain function."""
+from __future__ import annotations
+
+import ast
+import copy
+
+from runners.reduce import Reducer
+from runners.reduce.base import format_source
+from runners.reduce.modules import attribute_edits, function_edits
+from tests.runners.test_reduce import prints
+
+ROUTER = """\
+import torch
+
+
+class Router(torch.nn.Module):
+    def __init__(self, capacity=0.5, scale=2):
+        super().__init__()
+        self.capacity = capacity
+        self.scale = scale
+        self.bias = -1
+
+    def forward(self, x):
+        if x.max().item() > self.capacity:
+            return x * self.scale + self.bias
+        return x
+
+
+torch.compile(Router(scale=3), fullgraph=True)(torch.ones(2))
+"""
+
+
+def applied(source: str, make_edits) -> list[tuple[str, str]]:
+    """(pass name, the program) for each edit the pass offers on `source`."""
+    tree = ast.parse(source)
+    found = []
+    for name, edit in make_edits(tree):
+        candidate = copy.deepcopy(tree)
+        assert edit(candidate)
+        found.append((name, format_source(candidate)))
+    return found
+
+
+def test_an_attribute_holding_one_constant_is_read_as_that_constant():
+    candidates = [program for _, program in applied(ROUTER, attribute_edits)]
+    assert len(candidates) == 3  # capacity (its default), scale (what the one call gives), bias (a literal)
+    by_default, by_call, literal = candidates
+    assert "> 0.5:" in by_default and "self.capacity" not in by_default
+    assert "x * 3" in by_call and "self.scale" not in by_call
+    assert "+ -1" in literal and "self.bias" not in literal
+
+
+def test_an_attribute_is_left_alone_when_its_value_is_not_one_constant():
+    two_calls = ROUTER + "Router(scale=4)(torch.ones(2))\n"
+    assert not any("x * " in p and "self.scale" not in p for _, p in applied(two_calls, attribute_edits))
+    set_again = ROUTER.replace("        return x\n\n\n", "        self.bias = 0\n        return x\n\n\n")
+    assert not any("self.bias" not in p for _, p in applied(set_again, attribute_edits))
+    read_outside = ROUTER + "print(Router().capacity)\n"
+    assert not any("> 0.5:" in p for _, p in applied(read_outside, attribute_edits))
+    tensor = ROUTER.replace("self.bias = -1", "self.bias = torch.zeros(1)")
+    assert not any("self.bias" not in p for _, p in applied(tensor, attribute_edits))
+
+
+GATE = """\
+import torch
+
+
+class Gate(torch.nn.Module):
+    \"\"\"Zero the input when it is all negative.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return x * 0
+
+
+model = Gate().eval()
+torch.compile(model, fullgraph=True)(torch.ones(2))
+"""
+
+
+def test_a_module_without_state_becomes_a_function():
+    (name, program), = applied(GATE, function_edits)
+    assert name == "functions"
+    assert "def gate(x):" in program and "class" not in program and "model = gate\n" in program
+
+
+def test_a_module_with_state_or_arguments_stays_a_module():
+    reads_self = GATE.replace("return x * 0", "return x * self.scale")
+    assert applied(reads_self, function_edits) == []
+    with_layer = GATE.replace("super().__init__()", "super().__init__()\n        self.fc = torch.nn.Linear(2, 2)")
+    assert applied(with_layer, function_edits) == []
+    given_arguments = GATE.replace("Gate().eval()", "Gate(2)")
+    assert applied(given_arguments, function_edits) == []
+    exported = GATE.replace("torch.compile(model, fullgraph=True)(torch.ones(2))",
+                            "torch.export.export(model, (torch.ones(2),))")
+    assert applied(exported, function_edits) == []  # torch.export takes modules only
+
+
+def test_a_configured_layer_reduces_to_a_function_with_its_constants_inside():
+    source = ("class Scale:\n    def __init__(self, factor=3, offset=1):\n        self.factor = factor\n"
+              "        self.offset = offset\n\n    def forward(self, x):\n        return x * self.factor + self.offset\n\n"
+              "    def __call__(self, x):\n        return self.forward(x)\n\n\nprint(Scale()(5))\n")
+    assert prints("16\n")(source)
+    result = Reducer(prints("16\n")).reduce(source)
+    assert "self.factor" not in result.source and "self.offset" not in result.source, result.source
+    assert result.stats.passes.get("attributes") == 2
