@@ -20,27 +20,46 @@ CALL_METHOD = "forward"  # what calling an nn.Module instance runs
 def attribute_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Read an attribute that holds one constant as that constant: `self.x = <literal>` in
     `__init__`, or `self.x = param` where every instantiation of the class gives `param` the same
-    literal (or leaves it at its literal default). The attribute must be set nowhere else and read
-    only through `self` inside the class."""
+    literal (or leaves it at its literal default). A module-level function counts as a constant
+    (`self.embed = patch_embed`, once `function_edits` made the layer a function). The attribute
+    must be set nowhere else and read only through `self` inside the class."""
+    functions = {node.name for node in getattr(tree, "body", []) if isinstance(node, ast.FunctionDef)}
     for cls in _classes(tree):
         init = _method(cls, "__init__")
         if init is None or not init.args.args:
             continue
         bindings = _instantiation_bindings(tree, cls, init)
         for attribute, value in _init_assignments(init):
-            literal = value if _is_literal(value) else _bound_literal(value, bindings)
-            if literal is not None and _only_set_and_read_in(tree, cls, attribute):
-                yield "attributes", _read_as_constant(cls.name, attribute, literal)
+            constant = value if _is_literal(value) or _names_one_of(value, functions) else _bound_literal(value, bindings)
+            if constant is not None and _only_set_and_read_in(tree, cls, attribute):
+                yield "attributes", _read_as_constant(cls.name, attribute, constant)
+
+
+def default_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Put in place a parameter every call gives the same literal (or leaves at its literal
+    default), and drop it from the signature and the calls: `nn.Linear(dim, tags)` in an
+    `__init__(self, dim=16, tags=1)` that `Tagger()` calls becomes `nn.Linear(16, 1)`. For classes'
+    `__init__` and module-level functions; not for a parameter the body assigns."""
+    for owner in getattr(tree, "body", []):
+        is_class = isinstance(owner, ast.ClassDef)
+        function = _method(owner, "__init__") if is_class else owner
+        if not isinstance(function, ast.FunctionDef) or owner.decorator_list or not (function.args.args or not is_class):
+            continue
+        bindings = _instantiation_bindings(tree, owner, function, skip_self=is_class)
+        assigned = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        for parameter in (function.args.args[1:] if is_class else function.args.args):
+            literal = _bound_literal(ast.Name(id=parameter.arg, ctx=ast.Load()), bindings)
+            if literal is not None and parameter.arg not in assigned:
+                yield "defaults", _parameter_in_place(owner.name, is_class, parameter.arg, literal)
 
 
 def function_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """A module with no state (its `__init__`, if any, only calls `super().__init__()`, and
     `forward` never reads `self`) becomes a function, and each `Module()` (with `.eval()`-style
-    calls on it) that function. Not for a script that exports: `torch.export` takes modules only."""
-    if _exports(tree):
-        return
+    calls on it) that function. Not the module a script exports: `torch.export` takes modules only."""
+    exported = _exported_classes(tree)
     for cls in _classes(tree):
-        if _stateless(cls) and _only_instantiated(tree, cls.name):
+        if cls.name not in exported and _stateless(cls) and _only_instantiated(tree, cls.name):
             yield "functions", _as_function(cls.name, _function_name(tree, cls.name))
 
 
@@ -61,14 +80,15 @@ def _is_literal(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and not isinstance(node.value, bytes)
 
 
-def _instantiation_bindings(tree: ast.AST, cls: ast.ClassDef, init: ast.FunctionDef) -> list[dict[str, ast.expr]] | None:
-    """What each `Class(...)` call binds `__init__`'s parameters to; None when some call cannot be
-    bound simply, or the class is used other than by calling it (subclassed, passed around)."""
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _names(node.func, cls.name)]
-    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == cls.name)
+def _instantiation_bindings(tree: ast.AST, owner: ast.ClassDef | ast.FunctionDef, function: ast.FunctionDef,
+                           skip_self: bool = True) -> list[dict[str, ast.expr]] | None:
+    """What each `Class(...)` (or `function(...)`) call binds the parameters to; None when some
+    call cannot be bound simply, or the name is used other than by calling it (subclassed, passed around)."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _names(node.func, owner.name)]
+    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == owner.name)
     if not calls or uses != len(calls):
         return None
-    bindings = [_bind_arguments(init.args, call, skip_self=True) for call in calls]
+    bindings = [_bind_arguments(function.args, call, skip_self=skip_self) for call in calls]
     return None if any(binding is None for binding in bindings) else bindings
 
 
@@ -136,10 +156,59 @@ def _read_as_constant(class_name: str, attribute: str, literal: ast.expr) -> Edi
     return edit
 
 
-def _exports(tree: ast.AST) -> bool:
-    return any(isinstance(node, ast.Call) and (_names(node.func, "export") or
-                                               (isinstance(node.func, ast.Attribute) and node.func.attr == "export"))
-               for node in ast.walk(tree))
+def _parameter_in_place(owner_name: str, is_class: bool, parameter: str, literal: ast.expr) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        owner = next((n for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == owner_name), None)
+        function = _method(owner, "__init__") if is_class and owner is not None else owner
+        names = [a.arg for a in function.args.args] if isinstance(function, ast.FunctionDef) else []
+        if parameter not in names or function.args.posonlyargs:
+            return False
+        index = names.index(parameter)
+        for path, node in list(walk_paths(function)):
+            if isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load):
+                set_child(resolve(function, path[:-1]), path[-1], copy.deepcopy(literal))
+        defaults_start = len(names) - len(function.args.defaults)
+        if index >= defaults_start:
+            del function.args.defaults[index - defaults_start]
+        del function.args.args[index]
+        position = index - 1 if is_class else index
+        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _names(n.func, owner_name)):
+            if position < len(call.args):
+                del call.args[position]
+            call.keywords = [k for k in call.keywords if k.arg != parameter]
+        return True
+    return edit
+
+
+def _names_one_of(node: ast.expr, names: set[str]) -> bool:
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _exported_classes(tree: ast.AST) -> set[str]:
+    """Classes whose instance an `export(...)` call is given, directly (`export(Net().eval(), ...)`)
+    or through a name bound to one (`model = Net()`); every class when the call's module is
+    something else (an attribute, a call's result) and cannot be told."""
+    classes = {cls.name for cls in _classes(tree)}
+    bound = {target.id: _instantiated_class(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             for target in node.targets if isinstance(target, ast.Name)}
+    exported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (_names(node.func, "export") or
+                                           (isinstance(node.func, ast.Attribute) and node.func.attr == "export")):
+            module = node.args[0] if node.args else None
+            name = _instantiated_class(module) if module is not None else None
+            if name is None and isinstance(module, ast.Name):
+                name = module.id if module.id not in bound else bound[module.id]
+            exported |= {name} if name else classes
+    return exported
+
+
+def _instantiated_class(node: ast.expr) -> str | None:
+    """`Net` for `Net(...)`, also with `.eval()`-style calls on it."""
+    while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+           and node.func.attr in SELF_RETURNING_METHODS):
+        node = node.func.value
+    return node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
 
 
 def _stateless(cls: ast.ClassDef) -> bool:

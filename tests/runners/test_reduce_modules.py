@@ -6,7 +6,7 @@ import copy
 
 from runners.reduce import Reducer
 from runners.reduce.base import format_source
-from runners.reduce.modules import attribute_edits, function_edits
+from runners.reduce.modules import attribute_edits, default_edits, function_edits
 from tests.runners.test_reduce import prints
 
 ROUTER = """\
@@ -100,6 +100,25 @@ def test_a_module_with_state_or_arguments_stays_a_module():
     assert applied(exported, function_edits) == []  # torch.export takes modules only
 
 
+def test_a_stateless_layer_of_an_exported_model_becomes_a_function_read_in_place():
+    source = GATE.replace("model = Gate().eval()\ntorch.compile(model, fullgraph=True)(torch.ones(2))\n", """\
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate()
+
+    def forward(self, x):
+        return self.gate(x) + 1
+
+
+torch.export.export(Net().eval(), (torch.ones(2),))
+""")
+    (_, as_function), = applied(source, function_edits)
+    assert "def gate(x):" in as_function and "self.gate = gate" in as_function and "class Net" in as_function
+    (_, read_in_place), = applied(as_function, attribute_edits)
+    assert "return gate(x) + 1" in read_in_place and "self.gate" not in read_in_place
+
+
 def test_a_configured_layer_reduces_to_a_function_with_its_constants_inside():
     source = ("class Scale:\n    def __init__(self, factor=3, offset=1):\n        self.factor = factor\n"
               "        self.offset = offset\n\n    def forward(self, x):\n        return x * self.factor + self.offset\n\n"
@@ -108,3 +127,19 @@ def test_a_configured_layer_reduces_to_a_function_with_its_constants_inside():
     result = Reducer(prints("16\n")).reduce(source)
     assert "self.factor" not in result.source and "self.offset" not in result.source, result.source
     assert result.stats.passes.get("attributes") == 2
+
+
+def test_a_parameter_every_call_leaves_at_one_literal_is_put_in_place():
+    source = ("import torch\n\n\nclass Tagger(torch.nn.Module):\n    def __init__(self, dim=16, tags=1):\n"
+              "        super().__init__()\n        self.head = torch.nn.Linear(dim, tags)\n\n\n"
+              "def make(width, depth=2):\n    return Tagger(tags=3), width * depth\n\n\nmake(8)\nmake(8, 2)\n")
+    offered = applied(source, default_edits)
+    assert {name for name, _ in offered} == {"defaults"}
+    candidates = [program for _, program in offered]
+    assert len(candidates) == 4
+    dim, tags, width, depth = candidates
+    assert "Linear(16, tags)" in dim and "def __init__(self, tags=1)" in dim
+    assert "Linear(dim, 3)" in tags and "Tagger()" in tags  # the keyword goes from the call too
+    assert "def make(depth=2)" in width and "return (Tagger(tags=3), 8 * depth)" in width and "make()\nmake(2)" in width
+    assert "def make(width)" in depth and "make(8)\nmake(8)" in depth
+    assert len(applied(source.replace("make(8, 2)", "make(8, 3)"), default_edits)) == 3  # depth 2 and 3: not one literal
