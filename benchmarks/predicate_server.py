@@ -7,8 +7,12 @@ answers "is this candidate interesting?" with our Minimizer's own judgement:
 `import torch` and a PT2 entry point, classifies to the same category and signature with no
 NameError-style slippage, and, when the original runs clean with Dynamo disabled, runs clean that
 way too). The original and `check_compiler_off` are decided once, at start-up, exactly as
-`Minimizer.minimize` decides them (`Minimizer.needs_compiler_off_check`). The one shortcut taken before that: a candidate that
-does not parse is "no" without a run (a run could only end in a SyntaxError, which is slippage).
+`Minimizer.minimize` decides them (`Minimizer.needs_compiler_off_check`). The shortcuts taken before that, "no" without a
+run: a candidate that does not parse (a run could only end in a SyntaxError, which is slippage), and one that is no
+longer the same kind of repro (runners/reduce/shape.py: a bare number where the original compiled or exported a
+tensor input, the entry point gone, the branch on the input gone). Ours never runs such a candidate, and a peer
+whose result passes an int for the model's tensor is not the repro a maintainer would keep, so every reducer is
+held to it.
 
 Reducers reach it in two ways, both ending in `PredicateServer.judge`:
   - over a Unix socket in a private temp dir (benchmarks/interesting.py is the client; the peers use it)
@@ -32,6 +36,7 @@ waits for the runs still in flight, so nothing of one reducer runs into the next
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import logging
@@ -54,6 +59,7 @@ from bot.core.classify import Classifier  # noqa: E402
 from bot.pipeline.minimize import Minimizer, keeps_pt2  # noqa: E402
 from bot.pipeline.reproduce import reproduces  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
+from runners.reduce.shape import shape_of  # noqa: E402
 from runners.safefs import remove_tree  # noqa: E402
 from runners.sandbox import RunResult, RunSpec  # noqa: E402
 
@@ -100,6 +106,7 @@ class PredicateServer:
 
     def __init__(self, source: str, *, jobs: int = 2, timeout_s: float = 60.0, classifier: Classifier | None = None):
         self.source = source
+        self.shape = shape_of(ast.parse(source))  # what every candidate keeps (runners/reduce/shape.py)
         self.jobs = jobs
         self.timeout_s = timeout_s
         self.classifier = classifier or build_classifier(None)
@@ -176,9 +183,12 @@ class PredicateServer:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                compile(candidate, "<candidate>", "exec")
+                tree = ast.parse(candidate)
+            compile(tree, "<candidate>", "exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
+        if self.shape is not None and not self.shape.kept_by(shape_of(tree)):
+            return False  # another kind of repro (an int for a tensor input, no entry point): ours never runs one
         return self._minimizer(cache_dir, deadline).is_interesting(self.original, candidate, self.check_compiler_off)
 
     def judge(self, candidate: str, *, deadline=_SESSION_DEADLINE, cache_dir: str | None = None,

@@ -101,3 +101,19 @@ def test_quick_run_of_one_case_reduces_and_verifies(tmp_path):
     ours = case["ours"]
     assert ours["verified"] and ours["tokens"] < bench.count_tokens((BENCH / "minimize_cases" / "export_dim_specialized.py").read_text())
     assert all(case[peer]["verified"] for peer in peers)  # a peer's best-so-far is still a real repro
+
+
+@pytest.mark.slow
+def test_the_predicate_refuses_without_a_run_a_candidate_that_is_another_kind_of_repro():
+    """Every reducer is held to what ours keeps (runners/reduce/shape.py): a peer that passes a
+    bare number where the model took a tensor gets "no" without a run, like ours."""
+    sys.path.insert(0, str(BENCH))
+    from predicate_server import PredicateServer
+    source = ("import torch\n\n\ndef f(x):\n    if x.sum() > 0:\n        return x + 1\n    return x\n\n\n"
+              "torch.compile(f, fullgraph=True)(torch.ones(3))\n")
+    with PredicateServer(source, jobs=1) as server:
+        server.begin("test", 120)
+        assert not server.judge(source.replace("torch.ones(3)", "3"))
+        assert server.judge(source.replace("torch.ones(3)", "torch.ones(1)"))
+        session = server.end()
+    assert (session.no_run, session.runs) == (1, 1)
