@@ -101,6 +101,10 @@ class Session:
                 "drain_s": round(self.drain_s, 1)}
 
 
+def _key(source: str) -> str:
+    return hashlib.sha1(source.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class PredicateServer:
     """The case's predicate over one warm pool; see the module docstring. Use as a context manager."""
 
@@ -196,7 +200,7 @@ class PredicateServer:
         """A predicate call of the current session: `decide`, counted, cached by text when `use_cache`.
         `deadline` (default: the session's) and `cache_dir` (default: the session's) let ours pass its
         own Minimizer's, as `Minimizer.is_interesting` would use them."""
-        key = hashlib.sha1(candidate.encode("utf-8", "surrogatepass")).hexdigest()
+        key = _key(candidate)
         with self._cond:
             session = self.session
             if session is None or session.closed:
@@ -250,6 +254,9 @@ class PredicateServer:
                 raise RuntimeError(f"session {self.session.reducer!r} is still open: one reducer at a time")
             now = time.monotonic()
             self.session = Session(reducer, now, now + budget_s, tempfile.mkdtemp(prefix="pt2-predicate-cache-"))
+            # every reducer is told the original's verdict, which the server's set-up found: ours is
+            # (it does not re-run the original either), and a peer's first question is that one
+            self.session.cache[_key(self.source)] = self.reproducible
             return self.session
 
     def end(self) -> Session:

@@ -296,6 +296,8 @@ class Minimizer:
             def interesting(candidate: str) -> bool:
                 return self.is_interesting(original, candidate, check_compiler_off)
 
+            # The runs above showed the script interesting (it fails the same way on the candidates'
+            # backend, and runs clean with the compiler off where that is checked): not run again.
             replacements = self.replacements_for(original, script)
             # What is left of the budget after the checks above, less a reserve for the runs after
             # the reducer (its uncached re-check of the result and the final classification).
@@ -304,7 +306,7 @@ class Minimizer:
             leaps = self.hoisted(original, script)
             reduce_s = max(0.0, self.deadline - time.monotonic() - reserve)
             reduced = Reducer(interesting, budget_s=reduce_s, parallelism=self.parallelism,
-                              replacements=replacements).reduce(script, leaps=leaps)
+                              replacements=replacements).reduce(script, leaps=leaps, known_interesting=True)
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
             source = self.tidied(reduced.source, interesting) if reduced.source != script else script
             final, _ = self.classify_run(source)  # with the script's own backend: the failure as reported

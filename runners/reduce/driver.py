@@ -59,10 +59,12 @@ class Reducer:
         self.failed_edits: set[tuple[str, str]] = set()  # (top-level statement before, after) of edits that failed
         self.recall_failures = True  # off for the round that confirms a fixpoint
 
-    def reduce(self, source: str, leaps: Sequence[str] = ()) -> ReduceResult:
+    def reduce(self, source: str, leaps: Sequence[str] = (), known_interesting: bool = False) -> ReduceResult:
         """The smallest interesting program the passes reach from `source`. `leaps` are whole
         programs a caller proposes as a shortcut (hoist.py: the failing module compiled alone); the
-        first of them that is smaller, keeps the shape and is interesting is where round one starts."""
+        first of them that is smaller, keeps the shape and is interesting is where round one starts.
+        `known_interesting`: the caller's own runs already showed `source` interesting, so it is not
+        run again (for an AOTInductor package that run is a whole C++ build, 10-25 s of a 120 s budget)."""
         started = time.monotonic()
         self.deadline = started + self.budget_s
         self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
@@ -73,7 +75,9 @@ class Reducer:
             return self._finish(source, started, f"the input does not parse: {exc.msg} (line {exc.lineno})")
         if self._out_of_budget():
             return self._finish(source, started, "budget: none left to test the original (the runs before the search used it)")
-        if not self._test(source):
+        if known_interesting:
+            self.cache[hashlib.sha1(source.encode()).hexdigest()] = True
+        elif not self._test(source):
             return self._finish(source, started, "the original is not interesting: nothing to preserve")
         self.allowed_errors = sure_errors(tree)
         self.shape = shape_of(tree) if self.keep_shape else None

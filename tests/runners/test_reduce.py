@@ -12,7 +12,7 @@ import warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners.reduce import bad_calls, count_tokens, dangling_attributes, reduce_source, unbound_names
+from runners.reduce import Reducer, bad_calls, count_tokens, dangling_attributes, reduce_source, unbound_names
 
 PROGRAM = '''
 import math, os
@@ -382,3 +382,18 @@ def test_code_a_pass_leaves_unread_goes_before_the_next_pass_works_on_it():
     assert "helper" not in result.source
     assert result.stats.passes.get("parameters") and result.stats.passes.get("dead")
     assert not result.stats.passes.get("arguments") and not result.stats.passes.get("expressions")
+
+
+def test_an_original_the_caller_already_saw_fail_is_not_run_again():
+    source = "x = 1\ny = 2\nprint(x)\n"
+    asked = []
+
+    def predicate(candidate: str) -> bool:
+        asked.append(candidate)
+        return prints("1\n")(candidate)
+
+    result = Reducer(predicate).reduce(source, known_interesting=True)
+    assert source not in asked and "y = 2" not in result.source
+    asked.clear()
+    Reducer(predicate).reduce(source)
+    assert asked[0] == source  # without the caller's word, the original is the first run
