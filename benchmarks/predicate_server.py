@@ -191,7 +191,7 @@ class PredicateServer:
             compile(tree, "<candidate>", "exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
-        if self.shape is not None and not self.shape.kept_by(shape_of(tree)):
+        if not self.shape.kept_by(shape_of(tree)):
             return False  # another kind of repro (an int for a tensor input, no entry point): ours never runs one
         return self._minimizer(cache_dir, deadline).is_interesting(self.original, candidate, self.check_compiler_off)
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from runners.reduce.base import Edit
 from runners.reduce.paths import resolve, set_child, walk_paths
-from runners.reduce.rewrites import SELF_RETURNING_METHODS, _bind_arguments
+from runners.reduce.rewrites import SELF_RETURNING_METHODS, _bind_arguments, _drop_parameter, _strip_methods
 
 CALL_METHOD = "forward"  # what calling an nn.Module instance runs
 
@@ -84,9 +84,8 @@ def _instantiation_bindings(tree: ast.AST, owner: ast.ClassDef | ast.FunctionDef
                            skip_self: bool = True) -> list[dict[str, ast.expr]] | None:
     """What each `Class(...)` (or `function(...)`) call binds the parameters to; None when some
     call cannot be bound simply, or the name is used other than by calling it (subclassed, passed around)."""
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _names(node.func, owner.name)]
-    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == owner.name)
-    if not calls or uses != len(calls):
+    calls = _only_called(tree, owner.name)
+    if not calls:
         return None
     bindings = [_bind_arguments(function.args, call, skip_self=skip_self) for call in calls]
     return None if any(binding is None for binding in bindings) else bindings
@@ -167,14 +166,8 @@ def _parameter_in_place(owner_name: str, is_class: bool, parameter: str, literal
         for path, node in list(walk_paths(function)):
             if isinstance(node, ast.Name) and node.id == parameter and isinstance(node.ctx, ast.Load):
                 set_child(resolve(function, path[:-1]), path[-1], copy.deepcopy(literal))
-        defaults_start = len(names) - len(function.args.defaults)
-        if index >= defaults_start:
-            del function.args.defaults[index - defaults_start]
-        del function.args.args[index]
-        position = index - 1 if is_class else index
-        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _names(n.func, owner_name)):
-            if position < len(call.args):
-                del call.args[position]
+        _drop_parameter(owner_name, is_class, index, index - 1 if is_class else index)(tree)
+        for call in _only_called(tree, owner_name):  # the positional ones went with the parameter
             call.keywords = [k for k in call.keywords if k.arg != parameter]
         return True
     return edit
@@ -205,9 +198,7 @@ def _exported_classes(tree: ast.AST) -> set[str]:
 
 def _instantiated_class(node: ast.expr) -> str | None:
     """`Net` for `Net(...)`, also with `.eval()`-style calls on it."""
-    while (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-           and node.func.attr in SELF_RETURNING_METHODS):
-        node = node.func.value
+    node = _strip_methods(node)
     return node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
 
 
@@ -248,9 +239,16 @@ def _only_super_init(init: ast.FunctionDef) -> bool:
 
 def _only_instantiated(tree: ast.AST, name: str) -> bool:
     """Every use of the class is `Name()` with no arguments."""
+    calls = _only_called(tree, name)
+    return bool(calls) and not any(call.args or call.keywords for call in calls)
+
+
+def _only_called(tree: ast.AST, name: str) -> list[ast.Call]:
+    """The calls `name(...)`, when every use of `name` is one (else none: it is passed around,
+    subclassed or read some other way)."""
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _names(node.func, name)]
     uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == name)
-    return bool(calls) and uses == len(calls) and not any(call.args or call.keywords for call in calls)
+    return calls if uses == len(calls) else []
 
 
 def _function_name(tree: ast.AST, class_name: str) -> str:
