@@ -2,7 +2,8 @@
 
 Used to answer "is the minimized repro still failing the same way?" and to dedupe reports, so
 it keeps what identifies the failure (category, exception type, message words, GB id) and drops
-what varies between runs and machines: addresses, paths, hashes, line numbers, sizes and ids.
+what varies between runs and machines: addresses, paths, hashes, line numbers, sizes and ids, and
+the names of the user's variables in Dynamo's guard sources.
 """
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ TORCH_LOG_PREFIX_RE = re.compile(r"^[IWEVDC]\d{4} [\d:.]+ \d+ \S+\] (?:\[[^\]]*\
 _SUBSTITUTIONS = (
     (re.compile(r"https?://\S+"), "<url>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    # Dynamo's guard sources name the user's own variables (`L['x']`, `G['model']`, `L['args'][0]`):
+    # how the input was named or passed is not part of the failure (`torch.compile(Net())(x)` reads
+    # `L['x']`, `torch.compile(nn.Linear(2, 1))(x)` reads `L['args'][0]`)
+    (re.compile(r"\b([LG])\[(['\"])[^'\"\]]*\2\](?:\[\d+\])*"), r"\1[<name>]"),
     # generated code: /tmp/torchinductor_user/ab/cabc...py, or any cache dir's c<hash>.main.cpp
     (re.compile(r"\S*torchinductor_[^/\s]*/(?:\w+/)*\w+((?:\.\w+)+)"), r"<generated>\1"),
     (re.compile(r"[^\s\"']*/c[a-z0-9]{40,}((?:\.\w+)+)"), r"<generated>\1"),

@@ -34,3 +34,12 @@ def test_generated_code_in_any_cache_dir_is_the_same():
     sandbox = "/tmp/pt2-sandbox-krh0m__o/inductor_cache/c6/cc6t25b7zalalxcaliklwseqzl5zkextcobt7mfwvnk5ql4jpzpv.main.cpp:15:33: error: x"
     default = "/tmp/torchinductor_root/c6/cc6t25b7zalalxcaliklwseqzl5zkextcobt7mfwvnk5ql4jpzpv.main.cpp:15:33: error: x"
     assert normalize(sandbox) == normalize(default) == "<generated>.main.cpp: error: x"
+
+
+def test_the_name_of_the_users_variable_in_a_guard_source_is_not_part_of_the_signature():
+    """`torch.compile(Forecaster())(x)` and `torch.compile(nn.Linear(2, 1))(x)` violate the same constraint;
+    Dynamo names the input by the forward's parameter or by how it was passed (`L['x']`, `L['args'][0]`)."""
+    wrapped = normalize("Constraints violated (L['x'].size()[1])! For more information, run with TORCH_LOGS=\"+dynamic\".")
+    layer = normalize("Constraints violated (L['args'][0].size()[1])! For more information, run with TORCH_LOGS=\"+dynamic\".")
+    assert wrapped == layer == 'Constraints violated (L[<name>].size()[N])! For more information, run with TORCH_LOGS="+dynamic".'
+    assert normalize("L['x'].size()[0]") != normalize("L['x'].stride()[0]")
