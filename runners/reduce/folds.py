@@ -1,0 +1,203 @@
+"""The folds pass: rewrites that keep what a program does and leave less to read.
+
+What the other passes leave behind is often code a maintainer would simply write shorter:
+`patches.reshape(-1, 4 * 4)` where a class constant was put in place, `patches = images` left from a
+line the expression pass cut to its operand, `program = torch.export.export(...)` once the `print(program)`
+below it went. No deletion or replacement by a part reaches these in one step, so they stayed. Each
+fold is one candidate (all literal arithmetic at once, all unread results at once, one copy at a
+time), and the predicate still decides: a fold the program's meaning depends on after all (a
+copy whose source a later line mutates in place, say) is refused like any other edit.
+
+- `4 * 4` -> `16`: arithmetic on two numbers, when the result is no longer than the expression;
+- `a = b; ... f(a)` -> `... f(b)`: a name bound to another name is replaced by it where it is read
+  in the rest of its function (or module), until either is bound again;
+- `x = f(...)` with `x` read nowhere -> `f(...)`: the call stays, the name goes.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Iterator
+
+from runners.reduce.base import Edit, NodePath
+from runners.reduce.dead import target_names
+from runners.reduce.paths import resolve, walk_paths
+
+ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+              ast.Mod: operator.mod, ast.Div: operator.truediv}
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+MAX_FOLDED = 10 ** 9  # a larger result is a number nobody reads at a glance
+
+
+def fold_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Literal arithmetic first (one candidate for all of it), then unread results, then each copy."""
+    if any(_folded(node) is not None for node in ast.walk(tree)):
+        yield "folds", _fold_arithmetic
+    if _unread_results(tree):
+        yield "folds", _keep_calls_only
+    for path, index in _copies(tree):
+        yield "folds", _propagate_copy(path, index)
+
+
+# -- literal arithmetic -------------------------------------------------------------------------------
+
+def _number(node: ast.AST) -> int | float | None:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    return None
+
+
+def _folded(node: ast.AST) -> ast.Constant | None:
+    """The constant `node` evaluates to, if it is arithmetic on two numbers and no longer folded."""
+    if not (isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC):
+        return None
+    left, right = _number(node.left), _number(node.right)
+    if left is None or right is None:
+        return None
+    try:
+        value = ARITHMETIC[type(node.op)](left, right)
+    except (ZeroDivisionError, OverflowError, ValueError):
+        return None
+    result = ast.Constant(value)
+    if abs(value) > MAX_FOLDED or len(ast.unparse(result)) > len(ast.unparse(node)):
+        return None
+    return result
+
+
+def _fold_arithmetic(tree: ast.AST) -> bool:
+    class Folder(ast.NodeTransformer):
+        changed = False
+
+        def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+            self.generic_visit(node)  # inner first: `2 * 4 * 4` folds all the way
+            folded = _folded(node)
+            if folded is None:
+                return node
+            Folder.changed = True
+            return folded
+    Folder().visit(tree)
+    return Folder.changed
+
+
+# -- unread results -----------------------------------------------------------------------------------
+
+def _names_read(tree: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)}
+
+
+def _unread_results(tree: ast.AST) -> list[ast.Assign]:
+    """`x = f(...)` statements in function and module bodies whose name nothing reads."""
+    read = _names_read(tree) | {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal))
+                                for name in node.names}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            continue  # a class body's names are its fields
+        for statement in getattr(node, "body", []) if isinstance(node, (ast.Module, ast.FunctionDef)) else []:
+            if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name) and isinstance(statement.value, ast.Call)
+                    and statement.targets[0].id not in read and not statement.targets[0].id.startswith("__")):
+                found.append(statement)
+    return found
+
+
+def _keep_calls_only(tree: ast.AST) -> bool:
+    unread = {id(statement) for statement in _unread_results(tree)}
+    if not unread:
+        return False
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            body[:] = [ast.Expr(value=s.value) if id(s) in unread else s for s in body]
+    return True
+
+
+# -- copies -------------------------------------------------------------------------------------------
+
+def _scope_bodies(tree: ast.AST) -> Iterator[tuple[NodePath, ast.AST]]:
+    """The module and every function: the blocks a name's later reads all follow in."""
+    for path, node in walk_paths(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield path, node
+
+
+def _is_copy(statement: ast.stmt) -> tuple[str, str] | None:
+    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Name) and statement.targets[0].id != statement.value.id):
+        return statement.targets[0].id, statement.value.id
+    return None
+
+
+def _copies(tree: ast.AST) -> list[tuple[NodePath, int]]:
+    return [(path, index) for path, scope in _scope_bodies(tree) for index, statement in enumerate(scope.body)
+            if _is_copy(statement) and _copy_uses(scope, index) is not None]
+
+
+def _stores(node: ast.AST, name: str) -> bool:
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, (ast.Store, ast.Del)):
+            return True
+        if isinstance(inner, (ast.Global, ast.Nonlocal)) and name in inner.names:
+            return True
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and inner.name == name:
+            return True
+        if isinstance(inner, ast.alias) and (inner.asname or inner.name.split(".")[0]) == name:
+            return True
+    return False
+
+
+def _read_in_nested_scope(scope: ast.AST, name: str) -> bool:
+    """Whether a function, lambda or class inside `scope` reads `name`: it may run at any time, before or
+    after the copy is bound again."""
+    for node in ast.walk(scope):
+        if node is not scope and isinstance(node, SCOPES):
+            if any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node)):
+                return True
+    return False
+
+
+def _copy_uses(scope: ast.AST, index: int) -> list[ast.stmt] | None:
+    """The statements after `a = b` whose reads of `a` may read `b` instead: up to and including the
+    one that binds `a` again (its value still reads the copy). None when that is not safe to say:
+    `a` or `b` read from a nested scope, `b` bound again while `a` is live, or `a` bound again
+    inside a compound statement (only sometimes)."""
+    copy_name, source = _is_copy(scope.body[index])
+    if _read_in_nested_scope(scope, copy_name) or _read_in_nested_scope(scope, source):
+        return None
+    uses = []
+    for statement in scope.body[index + 1:]:
+        if _stores(statement, source):
+            return None
+        rebinds = isinstance(statement, (ast.Assign, ast.AnnAssign)) and _stores(statement, copy_name)
+        if rebinds:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(_stores(target, copy_name) and target_names(target) != [copy_name] for target in targets):
+                return None  # `a.x, a = ...`: part of the target still reads the copy
+            uses.append(statement)
+            return uses
+        if _stores(statement, copy_name):
+            return None  # `a += 1`, `for a in ...`, a branch that binds it: not always the copy
+        uses.append(statement)
+    return uses
+
+
+def _propagate_copy(path: NodePath, index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        scope = resolve(tree, path)
+        if index >= len(scope.body) or not _is_copy(scope.body[index]):
+            return False
+        uses = _copy_uses(scope, index)
+        if uses is None:
+            return False
+        copy_name, source = _is_copy(scope.body[index])
+        for statement in uses:
+            readers = [statement.value] if isinstance(statement, (ast.Assign, ast.AnnAssign)) else [statement]
+            for reader in filter(None, readers):
+                for node in ast.walk(reader):
+                    if isinstance(node, ast.Name) and node.id == copy_name and isinstance(node.ctx, ast.Load):
+                        node.id = source
+        del scope.body[index]
+        if not scope.body:
+            scope.body.append(ast.Pass())
+        return True
+    return edit

@@ -1,0 +1,65 @@
+"""Folds: what a maintainer would write shorter, with the program doing the same."""
+from __future__ import annotations
+
+from runners.reduce import Reducer
+from runners.reduce.folds import fold_edits
+from tests.runners.test_reduce import prints
+from tests.runners.test_reduce_modules import applied
+
+PATCHES = """\
+import torch
+
+
+class Tagger(torch.nn.Module):
+    def forward(self, images):
+        patches = images
+        patches = patches.reshape(-1, 4 * 4)
+        return patches.mean(dim=1)
+
+
+program = torch.export.export(Tagger(), (torch.randn(4, 8, 8),))
+"""
+
+
+def test_each_fold_is_one_candidate_and_changes_nothing_the_program_does():
+    found = applied(PATCHES, fold_edits)
+    assert [name for name, _ in found] == ["folds"] * 3
+    arithmetic, calls_only, copy = (program for _, program in found)
+    assert "reshape(-1, 16)" in arithmetic
+    assert "\ntorch.export.export(Tagger()" in calls_only and "program =" not in calls_only
+    assert "patches = images.reshape(-1, 4 * 4)" in copy and "patches = images\n" not in copy
+
+
+def test_arithmetic_is_folded_only_into_something_no_longer():
+    assert "x * 6" in applied("x = 1\nprint(x * (2 * 3))\n", fold_edits)[0][1]
+    nested = applied("print(2 * 4 * 4 - 1)\n", fold_edits)
+    assert nested[0][1] == "print(31)\n"
+    assert applied("print(1 / 3)\n", fold_edits) == []  # 0.3333333333333333 is longer
+    assert applied("print(1 // 0)\n", fold_edits) == []  # the error is the program's, not ours to fold away
+
+
+def test_a_copy_is_read_through_only_while_both_names_hold_their_values():
+    mutated_source = "a = [1]\nb = a\na = [2]\nprint(b)\n"
+    assert not any("b = a" not in p for _, p in applied(mutated_source, fold_edits))
+    in_a_branch = "def f(a, c):\n    b = a\n    if c:\n        b = 2\n    return b\nprint(f(1, True))\n"
+    assert not any("b = a" not in p for _, p in applied(in_a_branch, fold_edits))
+    closure = "def f(a):\n    b = a\n    g = lambda: b\n    return g()\nprint(f(1))\n"
+    assert not any("b = a" not in p for _, p in applied(closure, fold_edits))
+    augmented = "def f(a):\n    b = a\n    b += 1\n    return b\nprint(f(1))\n"
+    assert not any("b = a" not in p for _, p in applied(augmented, fold_edits))
+
+
+def test_the_reducer_folds_what_the_other_passes_cannot_shorten():
+    source = """\
+def area(width):
+    side = width
+    side = side * (2 * 3)
+    return side
+
+
+result = area(7)
+print(result)
+"""
+    reduced = Reducer(prints("42\n")).reduce(source).source
+    assert "(2 * 3)" not in reduced and "side = width" not in reduced
+    assert prints("42\n")(reduced)
