@@ -12,7 +12,11 @@ input. A maintainer keeps three things, so the reducer never runs a candidate th
 - **the entry point stays**: a repro that calls `torch.compile` or `torch.export` keeps calling it;
 - **a branch on the input stays one**: when code the compiler traces has an `if`/`while` whose
   test reads that code's parameters (directly or through names computed from them), the
-  candidate's traced code has one too.
+  candidate's traced code has one too;
+- **the input stays read**: when the traced code reads its inputs, the candidate's does too. A
+  `forward` that ignores its input fails some other way, if at all: `export_dim_specialized`'s
+  reshape that specializes the batch became, under a peer reducer, `def forward(self, images): pass`
+  exported with `torch.randn(0)`, whose size-0 batch is specialized by torch.export itself.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ class Shape:
     tensor_input: bool  # some compiled call receives a tensor
     number_input: bool  # some compiled call receives a bare number
     input_branch: bool  # some branch tests a function's input
+    input_read: bool = False  # the traced code reads an input it is given
 
     def kept_by(self, other: "Shape") -> bool:
         """Whether a candidate of this shape keeps what the original (`self`) had. Code that never
@@ -47,7 +52,8 @@ class Shape:
         return (self.entry_points <= other.entry_points
                 and (not self.tensor_input or other.tensor_input)
                 and (self.number_input or not other.number_input or not self.tensor_input)
-                and (not self.input_branch or other.input_branch))
+                and (not self.input_branch or other.input_branch)
+                and (not self.input_read or other.input_read))
 
 
 def joined(original: Shape, leap: Shape) -> Shape:
@@ -57,7 +63,8 @@ def joined(original: Shape, leap: Shape) -> Shape:
     return Shape(entry_points=original.entry_points | leap.entry_points,
                  tensor_input=original.tensor_input or leap.tensor_input,
                  number_input=original.number_input,
-                 input_branch=original.input_branch or leap.input_branch)
+                 input_branch=original.input_branch or leap.input_branch,
+                 input_read=original.input_read or leap.input_read)
 
 
 def shape_of(tree: ast.AST) -> Shape:
@@ -65,10 +72,13 @@ def shape_of(tree: ast.AST) -> Shape:
     compiled = _compiled_names(tree)
     inputs = [item for call in ast.walk(tree) if isinstance(call, ast.Call) for arg in _compiled_inputs(call, compiled)
               for item in _unpacked(arg, bindings)]
+    traced = _compiled_functions(tree, bindings)
     return Shape(entry_points=frozenset(_entry_points(tree)),
                  tensor_input=any(_is_tensor(arg, bindings) for arg in inputs),
                  number_input=any(_is_number(arg, bindings) for arg in inputs),
-                 input_branch=any(map(_branches_on_input, _compiled_functions(tree, bindings))))
+                 input_branch=any(map(_branches_on_input, traced)),
+                 # code the file does not define (`torch.compile(nn.Linear(2, 1))`) reads its input as far as we know
+                 input_read=not traced or any(_reads(function, _parameters(function)) for function in traced))
 
 
 def _torch_attribute(node: ast.AST) -> str | None:
@@ -208,9 +218,7 @@ def _is_number(node: ast.expr, bindings: dict[str, ast.expr]) -> bool:
 def _branches_on_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether an `if`/`while`/conditional expression in the function tests its inputs: a parameter
     other than `self`, or a name assigned from one (followed through the function's assignments)."""
-    derived = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs} - {"self", "cls"}
-    if function.args.vararg:
-        derived.add(function.args.vararg.arg)
+    derived = _parameters(function)
     assigns = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value]
     grew = True
     while grew:
@@ -222,6 +230,14 @@ def _branches_on_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
                 derived |= new
                 grew |= bool(new)
     return any(_reads(n.test, derived) for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp)))
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The inputs a function is given: its parameters but `self` / `cls`."""
+    names = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs} - {"self", "cls"}
+    if function.args.vararg:
+        names.add(function.args.vararg.arg)
+    return names
 
 
 def _reads(node: ast.AST, names: set[str]) -> bool:

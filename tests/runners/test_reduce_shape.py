@@ -94,6 +94,24 @@ def test_inputs_passed_starred_from_a_written_out_tuple_are_inputs():
     assert not shape("import torch\ntorch.compile(f)(*load())\n").tensor_input  # nothing to read
 
 
+def test_traced_code_that_no_longer_reads_its_input_loses_the_repro():
+    """A peer reduced an export whose reshape specializes the batch to a forward that ignores its
+    input, exported with `torch.randn(0)`: torch.export then specializes the size-0 batch itself."""
+    original = """import torch
+from torch.export import Dim
+class Tagger(torch.nn.Module):
+    def forward(self, images):
+        return images.reshape(4, -1)
+torch.export.export(Tagger(), (torch.randn(4, 8),), dynamic_shapes={'images': {0: Dim('batch')}})
+"""
+    ignored = original.replace("return images.reshape(4, -1)", "pass").replace("torch.randn(4, 8)", "torch.randn(0)")
+    assert shape(original).input_read and not shape(ignored).input_read
+    assert not shape(original).kept_by(shape(ignored))
+    library_layer = "import torch\ntorch.export.export(torch.nn.Linear(8, 1), (torch.randn(4, 8),))\n"
+    assert shape(library_layer).input_read  # code the file does not show reads its input as far as we know
+    assert shape(original).kept_by(shape(library_layer))
+
+
 def test_dropping_the_entry_point_loses_the_repro():
     assert not shape(WHAT_A_MAINTAINER_WRITES).kept_by(shape("import torch\ndef f(x):\n    if x.sum() > 0:\n        return x\nf(torch.randn(4))\n"))
 
