@@ -9,7 +9,7 @@ from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.paths import replace_with, resolve, set_child, statement_lists, walk_paths
-from runners.reduce.shape import is_compile
+from runners.reduce.shape import SELF_RETURNING_METHODS, is_compile
 
 
 def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -103,9 +103,6 @@ def parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
 
 
 CALL_METHODS = ("forward", "__call__")  # what calling an instance runs
-# nn.Module methods that return the module itself: `Net().eval()` is still the instance
-SELF_RETURNING_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "double", "half", "bfloat16",
-                                    "requires_grad_"})
 
 
 def call_parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:

@@ -30,6 +30,9 @@ TENSOR_FACTORIES = frozenset({
     "empty_like", "full", "full_like", "tensor", "as_tensor", "from_numpy", "arange", "linspace", "eye", "randperm",
     "stack", "cat", "normal", "bernoulli", "empty_strided",
 })
+# nn.Module methods that return the module itself (`Net().eval()` is still the instance)
+SELF_RETURNING_METHODS = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "double", "half", "bfloat16",
+                                    "requires_grad_"})
 TENSOR_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "bfloat16", "double", "long", "int", "bool",
                             "contiguous", "requires_grad_", "clone", "detach", "view", "reshape", "t", "T"})
 
@@ -72,13 +75,15 @@ def shape_of(tree: ast.AST) -> Shape:
     compiled = _compiled_names(tree)
     inputs = [item for call in ast.walk(tree) if isinstance(call, ast.Call) for arg in _compiled_inputs(call, compiled)
               for item in _unpacked(arg, bindings)]
-    traced = _compiled_functions(tree, bindings)
+    # `Net().eval()` is `Net()` for the read rule only: the branch rule keeps its reach (a C++ error's
+    # repro need not keep an incidental `if` of the model it was found in)
+    read_by = _compiled_functions(tree, bindings, through_methods=True)
     return Shape(entry_points=frozenset(_entry_points(tree)),
                  tensor_input=any(_is_tensor(arg, bindings) for arg in inputs),
                  number_input=any(_is_number(arg, bindings) for arg in inputs),
-                 input_branch=any(map(_branches_on_input, traced)),
+                 input_branch=any(map(_branches_on_input, _compiled_functions(tree, bindings))),
                  # code the file does not define (`torch.compile(nn.Linear(2, 1))`) reads its input as far as we know
-                 input_read=not traced or any(_reads(function, _parameters(function)) for function in traced))
+                 input_read=not read_by or any(map(_uses_input, read_by)))
 
 
 def _torch_attribute(node: ast.AST) -> str | None:
@@ -139,7 +144,7 @@ def _unpacked(arg: ast.expr, bindings: dict[str, ast.expr]) -> list[ast.expr]:
     return list(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else [arg]
 
 
-def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.FunctionDef]:
+def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr], through_methods: bool = False) -> list[ast.FunctionDef]:
     """The code PT2 traces: functions decorated with `torch.compile`, the function or module (its
     `forward`) handed to `torch.compile` / `torch.export.export`, and the file's functions and
     methods those call by name, transitively."""
@@ -148,7 +153,8 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[as
     roots = [n for n in functions.values() if any(map(is_compile, n.decorator_list))]
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args:
-            roots.extend(_traced_by(_resolved(call.args[0], bindings), functions, classes))
+            target = _resolved(call.args[0], bindings)
+            roots.extend(_traced_by(_without_methods(target) if through_methods else target, functions, classes))
     seen: dict[int, ast.FunctionDef] = {}
     while roots:
         function = roots.pop()
@@ -230,6 +236,23 @@ def _branches_on_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
                 derived |= new
                 grew |= bool(new)
     return any(_reads(n.test, derived) for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp)))
+
+
+def _without_methods(target: ast.expr) -> ast.expr:
+    """`Net().eval().to(device)` -> `Net()`: what a module method that returns the module was called on."""
+    while (isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute)
+           and target.func.attr in SELF_RETURNING_METHODS):
+        target = target.func.value
+    return target
+
+
+def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function computes with one of its inputs: a parameter read anywhere but as a
+    bare statement of its own (`images` alone on a line reads it and does nothing with it)."""
+    inputs = _parameters(function)
+    idle = {id(statement.value) for statement in ast.walk(function) if isinstance(statement, ast.Expr)}
+    return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in inputs
+               and id(node) not in idle for node in ast.walk(function))
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

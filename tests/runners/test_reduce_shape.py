@@ -112,6 +112,25 @@ torch.export.export(Tagger(), (torch.randn(4, 8),), dynamic_shapes={'images': {0
     assert shape(original).kept_by(shape(library_layer))
 
 
+def test_naming_the_input_or_assigning_over_it_is_not_reading_it():
+    """What reductions made of the rule's first form: `images` alone on a line, `x = 0.0` in the branch."""
+    reads = "import torch\ndef f(x):\n    return x + 1\ntorch.compile(f)(torch.ones(1))\n"
+    assert shape(reads).input_read
+    assert not shape(reads.replace("return x + 1", "x\n    return 1")).input_read
+    assert not shape(reads.replace("return x + 1", "x = 0.0")).input_read
+
+
+def test_a_module_compiled_through_eval_is_the_module_for_the_read_rule():
+    source = """import torch
+class Classifier(torch.nn.Module):
+    def forward(self, images):
+        print()
+torch.compile(Classifier().eval(), fullgraph=True)(torch.ones(1))
+"""
+    assert not shape(source).input_read
+    assert shape(source.replace("print()", "print(images)")).input_read
+
+
 def test_dropping_the_entry_point_loses_the_repro():
     assert not shape(WHAT_A_MAINTAINER_WRITES).kept_by(shape("import torch\ndef f(x):\n    if x.sum() > 0:\n        return x\nf(torch.randn(4))\n"))
 
