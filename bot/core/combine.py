@@ -38,8 +38,8 @@ DECISIVE_MIN_PRECISION = 0.75  # a decisive rule decides alone only if it was th
 # The model's best guess below this is no guess (held out: 0 of 6 right): PT2 is involved, no category fits.
 UNKNOWN_BELOW = 0.2
 MENTIONED_NOT_PT2_CAP = 0.75  # "not a compiler bug" without positive evidence stays a doubt
-NOT_PT2_EVIDENCE = ("prose:compiler_not_used", "prose:eager_fails_too", "mention:not_pt2_tooling", "entry:jit",
-                    "entry:fx_symbolic_trace", "entry:onnx_legacy")
+NOT_PT2_EVIDENCE = ("prose:compiler_not_used", "prose:eager_fails_too", "prose:toolchain_missing",
+                    "mention:not_pt2_tooling", "entry:jit", "entry:fx_symbolic_trace", "entry:onnx_legacy")
 
 
 @dataclass(frozen=True)
