@@ -75,15 +75,13 @@ def shape_of(tree: ast.AST) -> Shape:
     compiled = _compiled_names(tree)
     inputs = [item for call in ast.walk(tree) if isinstance(call, ast.Call) for arg in _compiled_inputs(call, compiled)
               for item in _unpacked(arg, bindings)]
-    # `Net().eval()` is `Net()` for the read rule only: the branch rule keeps its reach (a C++ error's
-    # repro need not keep an incidental `if` of the model it was found in)
-    read_by = _compiled_functions(tree, bindings, through_methods=True)
+    entries = _entry_functions(tree, bindings)
     return Shape(entry_points=frozenset(_entry_points(tree)),
                  tensor_input=any(_is_tensor(arg, bindings) for arg in inputs),
                  number_input=any(_is_number(arg, bindings) for arg in inputs),
                  input_branch=any(map(_branches_on_input, _compiled_functions(tree, bindings))),
                  # code the file does not define (`torch.compile(nn.Linear(2, 1))`) reads its input as far as we know
-                 input_read=not read_by or any(map(_uses_input, read_by)))
+                 input_read=not entries or any(map(_uses_input, entries)))
 
 
 def _torch_attribute(node: ast.AST) -> str | None:
@@ -144,7 +142,7 @@ def _unpacked(arg: ast.expr, bindings: dict[str, ast.expr]) -> list[ast.expr]:
     return list(value.elts) if isinstance(value, (ast.Tuple, ast.List)) else [arg]
 
 
-def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr], through_methods: bool = False) -> list[ast.FunctionDef]:
+def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.FunctionDef]:
     """The code PT2 traces: functions decorated with `torch.compile`, the function or module (its
     `forward`) handed to `torch.compile` / `torch.export.export`, and the file's functions and
     methods those call by name, transitively."""
@@ -153,8 +151,7 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr], through_me
     roots = [n for n in functions.values() if any(map(is_compile, n.decorator_list))]
     for call in ast.walk(tree):
         if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args:
-            target = _resolved(call.args[0], bindings)
-            roots.extend(_traced_by(_without_methods(target) if through_methods else target, functions, classes))
+            roots.extend(_traced_by(_resolved(call.args[0], bindings), functions, classes))
     seen: dict[int, ast.FunctionDef] = {}
     while roots:
         function = roots.pop()
@@ -167,6 +164,26 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr], through_me
                 roots.extend(_traced_by(_resolved(node.func, bindings), functions, classes) if name in classes
                              else [functions[name]] if name in functions else [])
     return list(seen.values())
+
+
+def _entry_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.FunctionDef]:
+    """The functions the entry point is handed, which receive the inputs: a function decorated with
+    or passed to `torch.compile`, or the `forward` of the module compiled or exported (`Net().eval()`
+    is `Net()` here; the branch rule keeps its narrower reach, so that a C++ error's repro need not
+    keep an incidental `if` of the model it was found in). Not the submodules: a `Backbone` whose
+    `forward` reads its `x` says nothing of whether the model reads `images`."""
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    entries = [n for n in functions.values() if any(map(is_compile, n.decorator_list))]
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args:
+            target = _without_methods(_resolved(call.args[0], bindings))
+            if isinstance(target, ast.Name) and target.id in functions:
+                entries.append(functions[target.id])
+            elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id in classes:
+                entries += [n for n in classes[target.func.id].body
+                            if isinstance(n, ast.FunctionDef) and n.name in ("forward", "__call__")]
+    return entries
 
 
 def _traced_by(target: ast.expr, functions: dict, classes: dict, seen: frozenset[str] = frozenset()) -> list[ast.FunctionDef]:

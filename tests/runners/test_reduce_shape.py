@@ -131,6 +131,25 @@ torch.compile(Classifier().eval(), fullgraph=True)(torch.ones(1))
     assert shape(source.replace("print()", "print(images)")).input_read
 
 
+def test_the_module_handed_to_the_entry_point_must_read_its_input_itself():
+    """A peer kept a `Backbone` whose `forward` reads its `x` while the exported model's `forward`
+    returned constants: the submodule's read says nothing of the model's."""
+    source = """import torch
+class Backbone:
+    def forward(x):
+        0(x)
+class Detector(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        Backbone()
+    def forward(self, images):
+        return 0
+torch.export.export(Detector().eval(), (torch.rand(0),))
+"""
+    assert not shape(source).input_read
+    assert shape(source.replace("return 0", "return images")).input_read
+
+
 def test_dropping_the_entry_point_loses_the_repro():
     assert not shape(WHAT_A_MAINTAINER_WRITES).kept_by(shape("import torch\ndef f(x):\n    if x.sum() > 0:\n        return x\nf(torch.randn(4))\n"))
 
