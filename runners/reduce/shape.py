@@ -264,10 +264,20 @@ def _without_methods(target: ast.expr) -> ast.expr:
 
 
 def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether the function computes with one of its inputs: a parameter read anywhere but as a
-    bare statement of its own (`images` alone on a line reads it and does nothing with it)."""
+    """Whether the function computes with one of its inputs: an input (or a plain copy of one, `y = x`)
+    read anywhere but as a bare statement (`images` alone on a line) or as the value of a plain copy
+    (`unique_name_0 = images`, `x = x`): those name it and do nothing with it."""
     inputs = _parameters(function)
-    idle = {id(statement.value) for statement in ast.walk(function) if isinstance(statement, ast.Expr)}
+    copies = [n for n in ast.walk(function) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)]
+    grew = True
+    while grew:
+        grew = False
+        for copy in copies:
+            if copy.value.id in inputs:
+                new = {t.id for t in copy.targets if isinstance(t, ast.Name)} - inputs
+                inputs |= new
+                grew |= bool(new)
+    idle = {id(n.value) for n in ast.walk(function) if isinstance(n, ast.Expr)} | {id(n.value) for n in copies}
     return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in inputs
                and id(node) not in idle for node in ast.walk(function))
 

@@ -118,6 +118,9 @@ def test_naming_the_input_or_assigning_over_it_is_not_reading_it():
     assert shape(reads).input_read
     assert not shape(reads.replace("return x + 1", "x\n    return 1")).input_read
     assert not shape(reads.replace("return x + 1", "x = 0.0")).input_read
+    assert not shape(reads.replace("return x + 1", "y = x")).input_read  # a copy nothing computes with
+    assert not shape(reads.replace("return x + 1", "x = x")).input_read
+    assert shape(reads.replace("return x + 1", "y = x\n    return y * 2")).input_read  # the copy is used
 
 
 def test_a_module_compiled_through_eval_is_the_module_for_the_read_rule():
