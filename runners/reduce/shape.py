@@ -265,8 +265,9 @@ def _without_methods(target: ast.expr) -> ast.expr:
 
 def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether the function computes with one of its inputs: an input (or a plain copy of one, `y = x`)
-    read anywhere but as a bare statement (`images` alone on a line) or as the value of a plain copy
-    (`unique_name_0 = images`, `x = x`): those name it and do nothing with it."""
+    read anywhere but in a statement that calls nothing (`images` or `tokens.reshape` alone on a line)
+    or as the value of a plain copy (`unique_name_0 = images`, `x = x`): those name it and do nothing
+    with it."""
     inputs = _parameters(function)
     copies = [n for n in ast.walk(function) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)]
     grew = True
@@ -277,7 +278,10 @@ def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                 new = {t.id for t in copy.targets if isinstance(t, ast.Name)} - inputs
                 inputs |= new
                 grew |= bool(new)
-    idle = {id(n.value) for n in ast.walk(function) if isinstance(n, ast.Expr)} | {id(n.value) for n in copies}
+    # a statement that only names or looks up something (`images`, `tokens.reshape`) does nothing
+    idle = {id(node) for statement in ast.walk(function) if isinstance(statement, ast.Expr)
+            and not any(isinstance(n, ast.Call) for n in ast.walk(statement)) for node in ast.walk(statement)}
+    idle |= {id(copy.value) for copy in copies}
     return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in inputs
                and id(node) not in idle for node in ast.walk(function))
 

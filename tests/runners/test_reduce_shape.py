@@ -120,6 +120,8 @@ def test_naming_the_input_or_assigning_over_it_is_not_reading_it():
     assert not shape(reads.replace("return x + 1", "x = 0.0")).input_read
     assert not shape(reads.replace("return x + 1", "y = x")).input_read  # a copy nothing computes with
     assert not shape(reads.replace("return x + 1", "x = x")).input_read
+    assert not shape(reads.replace("return x + 1", "y = x\n    y.reshape")).input_read  # a lookup, no call
+    assert shape(reads.replace("return x + 1", "print(x)")).input_read
     assert shape(reads.replace("return x + 1", "y = x\n    return y * 2")).input_read  # the copy is used
 
 
