@@ -20,7 +20,7 @@ import operator
 from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
-from runners.reduce.dead import target_names
+from runners.reduce.dead import _reads, target_names
 from runners.reduce.paths import resolve, walk_paths
 
 ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -81,13 +81,9 @@ def _fold_arithmetic(tree: ast.AST) -> bool:
 
 # -- unread results -----------------------------------------------------------------------------------
 
-def _names_read(tree: ast.AST) -> set[str]:
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)}
-
-
 def _unread_results(tree: ast.AST) -> list[ast.Assign]:
     """`x = f(...)` statements in function and module bodies whose name nothing reads."""
-    read = _names_read(tree) | {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal))
+    read = _reads(tree)[0] | {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal))
                                 for name in node.names}
     found = []
     for node in ast.walk(tree):

@@ -12,7 +12,8 @@ from typing import Iterator
 
 from runners.reduce.base import Edit
 from runners.reduce.paths import resolve, set_child, walk_paths
-from runners.reduce.rewrites import SELF_RETURNING_METHODS, _bind_arguments, _drop_parameter, _strip_methods
+from runners.reduce.rewrites import _bind_arguments, _drop_parameter
+from runners.reduce.shape import SELF_RETURNING_METHODS, strip_methods
 
 CALL_METHOD = "forward"  # what calling an nn.Module instance runs
 
@@ -198,7 +199,7 @@ def _exported_classes(tree: ast.AST) -> set[str]:
 
 def _instantiated_class(node: ast.expr) -> str | None:
     """`Net` for `Net(...)`, also with `.eval()`-style calls on it."""
-    node = _strip_methods(node)
+    node = strip_methods(node)
     return node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
 
 

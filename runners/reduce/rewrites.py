@@ -9,7 +9,7 @@ from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.paths import replace_with, resolve, set_child, statement_lists, walk_paths
-from runners.reduce.shape import SELF_RETURNING_METHODS, is_compile
+from runners.reduce.shape import is_compile, strip_methods
 
 
 def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -155,7 +155,7 @@ def _drop_call_parameter(class_name: str, method_name: str, param_index: int) ->
 def _calls_instance(func: ast.expr, class_name: str, tree: ast.AST) -> bool:
     """Whether calling `func` calls an instance of `class_name`: `Cls(...)`, a name bound to one, or
     `torch.compile` of either (a method chain such as `.eval()` on the way is allowed)."""
-    func = _strip_methods(func)
+    func = strip_methods(func)
     if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == class_name:
         return True
     if isinstance(func, ast.Call) and is_compile(func) and func.args:
@@ -165,13 +165,6 @@ def _calls_instance(func: ast.expr, class_name: str, tree: ast.AST) -> bool:
                    and node.targets[0].id == func.id and _calls_instance(node.value, class_name, tree)
                    for node in ast.walk(tree))
     return False
-
-
-def _strip_methods(node: ast.expr) -> ast.expr:
-    """`Net().eval().to(d)` -> `Net()`: a chain of method calls on an instance returns it."""
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING_METHODS:
-        node = node.func.value
-    return node
 
 
 def _drop_parameter(name: str, is_class: bool, param_index: int, arg_index: int) -> Edit:

@@ -146,12 +146,10 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[as
     """The code PT2 traces: functions decorated with `torch.compile`, the function or module (its
     `forward`) handed to `torch.compile` / `torch.export.export`, and the file's functions and
     methods those call by name, transitively."""
-    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    roots = [n for n in functions.values() if any(map(is_compile, n.decorator_list))]
-    for call in ast.walk(tree):
-        if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args:
-            roots.extend(_traced_by(_resolved(call.args[0], bindings), functions, classes))
+    functions, classes = _definitions(tree)
+    roots = _decorated(functions)
+    for target in _entry_targets(tree, bindings):
+        roots.extend(_traced_by(target, functions, classes))
     seen: dict[int, ast.FunctionDef] = {}
     while roots:
         function = roots.pop()
@@ -172,18 +170,32 @@ def _entry_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.F
     is `Net()` here; the branch rule keeps its narrower reach, so that a C++ error's repro need not
     keep an incidental `if` of the model it was found in). Not the submodules: a `Backbone` whose
     `forward` reads its `x` says nothing of whether the model reads `images`."""
-    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-    entries = [n for n in functions.values() if any(map(is_compile, n.decorator_list))]
-    for call in ast.walk(tree):
-        if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args:
-            target = _without_methods(_resolved(call.args[0], bindings))
-            if isinstance(target, ast.Name) and target.id in functions:
+    functions, classes = _definitions(tree)
+    entries = _decorated(functions)
+    for target in map(strip_methods, _entry_targets(tree, bindings)):
+        if isinstance(target, ast.Name) and target.id in functions:
                 entries.append(functions[target.id])
-            elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id in classes:
-                entries += [n for n in classes[target.func.id].body
-                            if isinstance(n, ast.FunctionDef) and n.name in ("forward", "__call__")]
+        elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id in classes:
+            entries += [n for n in classes[target.func.id].body
+                        if isinstance(n, ast.FunctionDef) and n.name in ("forward", "__call__")]
     return entries
+
+
+def _definitions(tree: ast.AST) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.ClassDef]]:
+    """The file's functions and classes by name."""
+    return ({n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)},
+            {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)})
+
+
+def _decorated(functions: dict[str, ast.FunctionDef]) -> list[ast.FunctionDef]:
+    """Functions decorated with `torch.compile`."""
+    return [n for n in functions.values() if any(map(is_compile, n.decorator_list))]
+
+
+def _entry_targets(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.expr]:
+    """What each `torch.compile(...)` / `torch.export.export(...)` call is handed, names followed."""
+    return [_resolved(call.args[0], bindings) for call in ast.walk(tree)
+            if isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and call.args]
 
 
 def _traced_by(target: ast.expr, functions: dict, classes: dict, seen: frozenset[str] = frozenset()) -> list[ast.FunctionDef]:
@@ -255,12 +267,11 @@ def _branches_on_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
     return any(_reads(n.test, derived) for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp)))
 
 
-def _without_methods(target: ast.expr) -> ast.expr:
-    """`Net().eval().to(device)` -> `Net()`: what a module method that returns the module was called on."""
-    while (isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute)
-           and target.func.attr in SELF_RETURNING_METHODS):
-        target = target.func.value
-    return target
+def strip_methods(node: ast.expr) -> ast.expr:
+    """`Net().eval().to(d)` -> `Net()`: a chain of method calls on an instance returns it."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SELF_RETURNING_METHODS:
+        node = node.func.value
+    return node
 
 
 def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
