@@ -17,6 +17,11 @@ input. A maintainer keeps three things, so the reducer never runs a candidate th
   `forward` that ignores its input fails some other way, if at all: `export_dim_specialized`'s
   reshape that specializes the batch became, under a peer reducer, `def forward(self, images): pass`
   exported with `torch.randn(0)`, whose size-0 batch is specialized by torch.export itself.
+- **a dynamic dimension keeps a size PT2 does not specialize**: a dimension marked dynamic
+  (`torch._dynamo.mark_dynamic(x, 1)`, an exported input's `dynamic_shapes` entry) whose example
+  size is 0 or 1 is specialized by design (0/1 specialization), so a candidate that makes it 0 or 1
+  where the original did not reproduces that design, not the user's code: under the read rule
+  above, a peer reducer kept `tokens.reshape(0)` on `torch.randn(0)` for the same reason.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ class Shape:
     number_input: bool  # some compiled call receives a bare number
     input_branch: bool  # some branch tests a function's input
     input_read: bool = False  # the traced code reads an input it is given
+    zero_one_dynamic: bool = False  # a dimension marked dynamic has an example size of 0 or 1
 
     def kept_by(self, other: "Shape") -> bool:
         """Whether a candidate of this shape keeps what the original (`self`) had. Code that never
@@ -56,7 +62,8 @@ class Shape:
                 and (not self.tensor_input or other.tensor_input)
                 and (self.number_input or not other.number_input or not self.tensor_input)
                 and (not self.input_branch or other.input_branch)
-                and (not self.input_read or other.input_read))
+                and (not self.input_read or other.input_read)
+                and (self.zero_one_dynamic or not other.zero_one_dynamic))
 
 
 def joined(original: Shape, leap: Shape) -> Shape:
@@ -67,7 +74,8 @@ def joined(original: Shape, leap: Shape) -> Shape:
                  tensor_input=original.tensor_input or leap.tensor_input,
                  number_input=original.number_input,
                  input_branch=original.input_branch or leap.input_branch,
-                 input_read=original.input_read or leap.input_read)
+                 input_read=original.input_read or leap.input_read,
+                 zero_one_dynamic=original.zero_one_dynamic)
 
 
 def shape_of(tree: ast.AST) -> Shape:
@@ -81,7 +89,8 @@ def shape_of(tree: ast.AST) -> Shape:
                  number_input=any(_is_number(arg, bindings) for arg in inputs),
                  input_branch=any(map(_branches_on_input, _compiled_functions(tree, bindings))),
                  # code the file does not define (`torch.compile(nn.Linear(2, 1))`) reads its input as far as we know
-                 input_read=not entries or any(map(_uses_input, entries)))
+                 input_read=not entries or any(map(_uses_input, entries)),
+                 zero_one_dynamic=any(size in (0, 1) for size in _dynamic_sizes(tree, bindings)))
 
 
 def _torch_attribute(node: ast.AST) -> str | None:
@@ -307,3 +316,68 @@ def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
 
 def _reads(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+MARK_DYNAMIC = frozenset({"mark_dynamic", "maybe_mark_dynamic"})
+SIZED_FACTORIES = frozenset({"randn", "rand", "ones", "zeros", "empty", "full", "randint"})
+
+
+def _dynamic_sizes(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[int]:
+    """The example sizes, where the script writes them as literals, of the dimensions it marks
+    dynamic: `mark_dynamic(x, d)` on `x = torch.randn(...)`, and the `dynamic_shapes` entries of a
+    `torch.export.export(model, inputs, dynamic_shapes=...)` (a dict in the inputs' order, or a
+    tuple; each entry a `{dim: Dim}` dict or a tuple with `None` for static dims)."""
+    marked: list[tuple[ast.expr, int]] = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+        if name in MARK_DYNAMIC and len(call.args) >= 2:
+            dims = _resolved(call.args[1], bindings)
+            for dim in (dims.elts if isinstance(dims, (ast.Tuple, ast.List)) else [dims]):
+                if (index := _int(dim)) is not None:
+                    marked.append((call.args[0], index))
+        elif is_export(call) and len(call.args) >= 2 and isinstance(call.args[1], (ast.Tuple, ast.List)):
+            spec = next((_resolved(k.value, bindings) for k in call.keywords if k.arg == "dynamic_shapes"), None)
+            entries = list(spec.values) if isinstance(spec, ast.Dict) else (
+                list(spec.elts) if isinstance(spec, (ast.Tuple, ast.List)) else [])
+            for example, entry in zip(call.args[1].elts, entries):
+                marked += [(example, dim) for dim in _dynamic_dims(_resolved(entry, bindings))]
+    sizes = []
+    for example, dim in marked:
+        written = _literal_sizes(_resolved(example, bindings))
+        if written is not None and -len(written) <= dim < len(written):
+            sizes.append(written[dim])
+    return sizes
+
+
+def _dynamic_dims(entry: ast.expr) -> list[int]:
+    """`{0: batch}` -> [0]; `(None, Dim("t"))` -> [1]."""
+    if isinstance(entry, ast.Dict):
+        return [index for key in entry.keys if (index := _int(key)) is not None]
+    if isinstance(entry, (ast.Tuple, ast.List)):
+        return [i for i, d in enumerate(entry.elts) if not (isinstance(d, ast.Constant) and d.value is None)]
+    return []
+
+
+def _literal_sizes(node: ast.expr) -> list[int] | None:
+    """`torch.randn(4, 8)` or `torch.zeros((4, 8))` -> [4, 8]; `torch.randint(0, 9, (4, 8))` -> [4, 8];
+    None where the sizes are not all written as numbers."""
+    if not (isinstance(node, ast.Call) and _torch_attribute(node.func) in SIZED_FACTORIES):
+        return None
+    args = node.args
+    if _torch_attribute(node.func) == "randint":
+        args = [next((a for a in args if isinstance(a, (ast.Tuple, ast.List))), ast.Constant(None))]
+    if len(args) >= 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+        args = args[0].elts
+    elif _torch_attribute(node.func) == "full":
+        return None
+    ints = [size for a in args if (size := _int(a)) is not None]
+    return ints if args and len(ints) == len(args) else None
+
+
+def _int(node: ast.expr | None) -> int | None:
+    """A literal int (`3`, `-1`), else None."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    value = node.operand if negative else node
+    if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return -value.value if negative else value.value
+    return None

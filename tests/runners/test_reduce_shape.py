@@ -190,3 +190,46 @@ def test_a_branch_in_a_submodule_the_compiled_module_builds_counts():
     source = (LARGE / "transformer_item_branch.py").read_text()
     facts = shape(source)
     assert facts.tensor_input and facts.input_branch  # Block.forward's `if score.item() > 0.5`, built by a ModuleList
+
+
+DIM_EXPORT = '''
+import torch
+from torch.export import Dim
+
+
+class Tagger(torch.nn.Module):
+    def forward(self, images):
+        return images.reshape(-1, 16)
+
+
+images = torch.randn(4, 8, 8)
+torch.export.export(Tagger(), (images,), dynamic_shapes={"images": {0: Dim("batch")}})
+'''
+
+
+def test_a_dynamic_dimension_may_not_shrink_to_the_sizes_pt2_specializes_by_design():
+    original = shape_of(ast.parse(DIM_EXPORT))
+    assert not original.zero_one_dynamic
+    for size in ("0", "1"):
+        candidate = shape_of(ast.parse(DIM_EXPORT.replace("torch.randn(4, 8, 8)", f"torch.randn({size})")))
+        assert candidate.zero_one_dynamic and not original.kept_by(candidate)
+    static_dim_shrunk = shape_of(ast.parse(DIM_EXPORT.replace("torch.randn(4, 8, 8)", "torch.randn(4, 1)")))
+    assert original.kept_by(static_dim_shrunk)
+
+
+def test_mark_dynamic_and_positional_dynamic_shapes_count_too():
+    marked = "import torch\nx = torch.randn(2, 1)\ntorch._dynamo.mark_dynamic(x, {dims})\ntorch.compile(torch.nn.Linear(1, 1))(x)\n"
+    assert not shape_of(ast.parse(marked.format(dims="0"))).zero_one_dynamic
+    assert shape_of(ast.parse(marked.format(dims="1"))).zero_one_dynamic
+    assert shape_of(ast.parse(marked.format(dims="[0, -1]"))).zero_one_dynamic
+    positional = DIM_EXPORT.replace('{"images": {0: Dim("batch")}}', '(( Dim("batch"), None, None),)')
+    assert not shape_of(ast.parse(positional)).zero_one_dynamic
+    assert shape_of(ast.parse(positional.replace("torch.randn(4, 8, 8)", "torch.zeros((1, 8, 8))"))).zero_one_dynamic
+    unknown = DIM_EXPORT.replace("torch.randn(4, 8, 8)", "torch.randn(n, 8, 8)")
+    assert not shape_of(ast.parse(unknown)).zero_one_dynamic  # sizes not written as numbers: nothing to say
+
+
+def test_an_original_that_already_uses_size_one_keeps_its_freedom():
+    original = shape_of(ast.parse(DIM_EXPORT.replace("torch.randn(4, 8, 8)", "torch.randn(1, 8, 8)")))
+    assert original.zero_one_dynamic
+    assert original.kept_by(shape_of(ast.parse(DIM_EXPORT.replace("torch.randn(4, 8, 8)", "torch.randn(0)"))))
