@@ -23,9 +23,10 @@ from typing import Iterator
 
 from runners.reduce.base import Edit
 from runners.reduce.dead import _reads
+from runners.reduce.modules import _only_called
 
 RECORD_DECORATORS = ("dataclass",)  # `@dataclass`, `@dataclass(...)`, `@dataclasses.dataclass`
-RECORD_BASES = ("NamedTuple",)  # `class X(NamedTuple)`, `class X(typing.NamedTuple)`
+RECORD_BASE = "NamedTuple"  # `class X(NamedTuple)`, `class X(typing.NamedTuple)`
 
 
 def field_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -50,7 +51,7 @@ def _is_record(cls: ast.ClassDef) -> bool:
     bases = [_last_name(base) for base in cls.bases]
     if decorated:
         return not bases and not cls.keywords
-    return bases == list(RECORD_BASES[:1]) and not cls.decorator_list and not cls.keywords
+    return bases == [RECORD_BASE] and not cls.decorator_list and not cls.keywords
 
 
 def _without_arguments(node: ast.expr) -> ast.expr:
@@ -73,15 +74,12 @@ def _field_names(record: ast.ClassDef) -> list[str]:
 
 
 def _plain_calls(tree: ast.AST, name: str) -> list[ast.Call] | None:
-    """Every `Name(...)` call, when each use of the name is one and none spreads `*`/`**` arguments."""
-    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-             and node.func.id == name]
-    uses = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == name)
-    if not calls or uses != len(calls):
-        return None
+    """Every `Name(...)` call, when each use of the name is one (`_only_called`) and none spreads
+    `*`/`**` arguments."""
+    calls = _only_called(tree, name)
     spread = any(isinstance(a, ast.Starred) for call in calls for a in call.args) or any(
         keyword.arg is None for call in calls for keyword in call.keywords)
-    return None if spread else calls
+    return calls if calls and not spread else None
 
 
 def _drop_field(record_name: str, field: str) -> Edit:

@@ -359,19 +359,17 @@ def _dynamic_dims(entry: ast.expr) -> list[int]:
 
 
 def _literal_sizes(node: ast.expr) -> list[int] | None:
-    """`torch.randn(4, 8)` or `torch.zeros((4, 8))` -> [4, 8]; `torch.randint(0, 9, (4, 8))` -> [4, 8];
-    None where the sizes are not all written as numbers."""
-    if not (isinstance(node, ast.Call) and _torch_attribute(node.func) in SIZED_FACTORIES):
+    """`torch.randn(4, 8)`, `torch.zeros((4, 8))` or `torch.randint(0, 9, (4, 8))` -> [4, 8]; None where
+    the sizes are not all written as numbers."""
+    factory = _torch_attribute(node.func) if isinstance(node, ast.Call) else None
+    if factory not in SIZED_FACTORIES:
         return None
-    args = node.args
-    if _torch_attribute(node.func) == "randint":
-        args = [next((a for a in args if isinstance(a, (ast.Tuple, ast.List))), ast.Constant(None))]
-    if len(args) >= 1 and isinstance(args[0], (ast.Tuple, ast.List)):
-        args = args[0].elts
-    elif _torch_attribute(node.func) == "full":
+    shape = next((a for a in node.args if isinstance(a, (ast.Tuple, ast.List))), None)
+    if shape is None and factory in ("randint", "full"):  # their other arguments are not sizes
         return None
-    ints = [size for a in args if (size := _int(a)) is not None]
-    return ints if args and len(ints) == len(args) else None
+    written = shape.elts if shape is not None else node.args
+    sizes = [size for a in written if (size := _int(a)) is not None]
+    return sizes if written and len(sizes) == len(written) else None
 
 
 def _int(node: ast.expr | None) -> int | None:
