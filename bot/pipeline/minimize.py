@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
-from runners.reduce import ReduceStats, Reducer, count_tokens
+from runners.reduce import ReduceStats, Reducer, Reserve, count_tokens
 from runners.reduce.dead import without_dead_code
 from runners.reduce.hoist import hoisted_programs
 from runners.reduce.replay import replayed_programs
@@ -53,7 +53,9 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
                             "IndentationError", "TabError"})
 
 
-RESERVE_RUNS = 3  # runs after the reducer: its re-check of the result, the tidied text's check, the final classification
+# Runs after the reducer on the candidates' backend: its re-check of the result and the tidied text's
+# check; then one more on the script's own backend, the final classification (Minimizer.reserve_s).
+RESERVE_CHECKS = 2
 CONFIRM_GRACE_S = 5.0
 # The compiler off the way the ladder's first rung turns it off: the in-run probe's
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
@@ -98,6 +100,11 @@ class MinimizeResult:
             runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds))
 
 
+# A call the compiler-off stance (torch.compiler.set_stance("force_eager")) turns off: torch.compile
+# in any spelling (`@torch.compile`, `model.compile()`, `from torch import compile`) or Dynamo's
+# optimize. torch.export and AOTInductor trace and build regardless of the stance. Loose on purpose:
+# a false match (a comment, `re.compile`) only costs the compiler-off run it would have had anyway.
+STANCE_ENTRY_RE = re.compile(r"(?<![\w.])compile\b|\.compile\b|_dynamo\.optimize\b")
 IMPORTS_TORCH_RE = re.compile(r"^\s*(?:import torch\b|from torch\b)", re.M)
 PT2_ENTRY_RE = re.compile(r"torch\.compile\b|\bcompile\(|torch\.export\b|\bexport\(|_dynamo\.optimize\(|aoti_compile_and_package"
                           r"|aoti_load_package|torch\._inductor\.aot_compile|torch\._export\.aot_compile|\.compile\(")
@@ -107,6 +114,18 @@ def keeps_pt2(script: str) -> bool:
     """A candidate still imports torch and calls a PT2 entry point (torch.compile, torch.export,
     AOTInductor): a shrink that prints a forged traceback without them is not the same repro."""
     return bool(IMPORTS_TORCH_RE.search(script) and PT2_ENTRY_RE.search(script))
+
+
+def stance_reaches(script: str) -> bool:
+    """Whether turning the compiler off can change how `script` runs. A script whose only PT2 calls
+    are torch.export / AOTInductor fails the same way with the compiler "off": the run would cost a
+    whole export (an AOTInductor C++ build, 13-30 s) and could never tell a candidate apart, and the
+    triage read it as "the code's own failure" and minimized no export failure at all."""
+    return bool(STANCE_ENTRY_RE.search(script))
+
+
+def env_key(env: dict[str, str] | None) -> str:
+    return json.dumps(env or {}, sort_keys=True)
 
 
 def same_failure(target: Classification, candidate: Classification, run_status: str, match: str = "signature") -> bool:
@@ -137,6 +156,7 @@ class Minimizer:
         self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
         self.original_output = ""  # the original's run output: what a candidate's must still show (keeps_cause)
         self.compiler_off_checked = False  # candidates must run clean with the compiler off (needs_compiler_off_check)
+        self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve_s)
 
     def run_timeout(self) -> float:
         """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
@@ -147,6 +167,7 @@ class Minimizer:
     def classify_run(self, script: str, env: dict[str, str] | None = None) -> tuple[Classification, RunResult]:
         result = self.runner(RunSpec(script=script, env={**ALWAYS_ENV, **(env or {})}, timeout_s=self.run_timeout(),
                                      cache_dir=self.cache_dir, gpu=self.gpu))
+        self.run_seconds[env_key(env)] = result.duration_s
         return self.classifier.classify_text(output_text(result), context=script), result
 
     def classify_original(self, script: str) -> tuple[Classification, RunResult]:
@@ -225,13 +246,19 @@ class Minimizer:
         _, run = self.classify_run(script, COMPILER_OFF_ENV)
         return run.status == "ok"
 
-    def needs_compiler_off_check(self, original: Classification, script: str, result: RunResult | None = None) -> bool:
+    def needs_compiler_off_check(self, original: Classification, script: str, result: RunResult | None = None,
+                                 off_run: tuple[Classification, RunResult] | None = None) -> bool:
         """Whether candidates must also run clean with the compiler off: whenever the original does
-        (one run here, and one per candidate that already fails the same way). When the original
-        fails without the compiler too, the check cannot tell candidates apart; when it fails the
-        same way (the ladder's judgement, given the original's `result`) and the caller asked, there
-        is nothing to minimize: NotReproducible."""
-        classification, off = self.classify_run(script, COMPILER_OFF_ENV)
+        (one run here unless `off_run` is that run already, and one per candidate that already fails
+        the same way). When the original fails without the compiler too, the check cannot tell
+        candidates apart; when it fails the same way (the ladder's judgement, given the original's
+        `result`) and the caller asked, there is nothing to minimize: NotReproducible. A script the
+        compiler-off stance does not reach (stance_reaches) has no such run: nothing is checked."""
+        if not stance_reaches(script):
+            log.info("no torch.compile call for the compiler-off stance to turn off (torch.export and "
+                     "AOTInductor ignore it); not checking candidates that way")
+            return False
+        classification, off = off_run or self.classify_run(script, COMPILER_OFF_ENV)
         if off.status == "ok":
             self.compiler_off_checked = True
             return True
@@ -243,6 +270,45 @@ class Minimizer:
                                       "the code's own failure, with nothing of the compiler's to minimize")
         log.warning("the script fails with the compiler off too; not checking candidates that way")
         return False
+
+    def first_runs(self, script: str, reproduced: RunRecord | None
+                   ) -> tuple[Classification, RunResult, dict | None, tuple[Classification, RunResult] | None]:
+        """original_failure, and beside it (in parallel when there are workers for both) the script's
+        compiler-off run that needs_compiler_off_check reads: neither run needs the other's result,
+        and side by side the cheap one costs no wall time. None for the second where the stance
+        reaches nothing."""
+        if not stance_reaches(script):
+            return *self.original_failure(script, reproduced), None
+        if self.parallelism < 2:
+            original = self.original_failure(script, reproduced)
+            return *original, self.classify_run(script, COMPILER_OFF_ENV)
+        with ThreadPoolExecutor(1) as pool:
+            off_run = pool.submit(self.classify_run, script, COMPILER_OFF_ENV)
+            original = self.original_failure(script, reproduced)
+            return *original, off_run.result()
+
+    def backend_and_leaps(self, original: Classification, script: str, backend_env: dict | None) -> tuple[dict, list[str]]:
+        """(the candidates' backend env, the hoisted leaps): the cheaper backends' runs and the eager
+        run that records the modules' inputs, all at once (each needs only the original's verdict
+        and whether the compiler-off check is on)."""
+        if backend_env is not None:
+            return backend_env, self.hoisted(original, script)
+        with ThreadPoolExecutor(1) as pool:
+            leaps = pool.submit(self.hoisted, original, script)
+            return self.cheapest_backend_env(original, script), leaps.result()
+
+    def reserve(self, full_s: float, check_compiler_off: bool) -> Reserve:
+        """What the search leaves for the runs after it: the reducer's uncached re-check of its
+        result and the tidied text's check, each on the candidates' backend (and with the compiler
+        off where that is checked), then the final classification on the script's own backend
+        (`full_s`: as long as the original's run). A check is first estimated by the latest run of
+        its kind before the search, then (in the reducer) by the latest interesting candidate.
+        Three runs as long as the original's kept 56 s of a 120 s budget back for 20 s of runs,
+        with the candidates on backend="eager" (1 s) after an 18 s cold Inductor run."""
+        check_s = self.run_seconds.get(env_key(self.backend_env), full_s)
+        if check_compiler_off:
+            check_s += self.run_seconds.get(env_key(COMPILER_OFF_ENV), 0.0)
+        return Reserve(checks=RESERVE_CHECKS, check_s=check_s, tail_s=full_s + 1)
 
     def hoisted(self, original: Classification, script: str) -> list[str]:
         """Programs that compile one of the script's modules alone, on inputs like those it was
@@ -288,10 +354,11 @@ class Minimizer:
         self.compiler_off_checked = False
         try:
             started = time.monotonic()
-            original, result, backend_env = self.original_failure(script, reproduced)
+            original, result, backend_env, off_run = self.first_runs(script, reproduced)
             log.info("minimizing a %s failure: %s", original.category, original.signature)
-            check_compiler_off = self.needs_compiler_off_check(original, script, result)
-            self.backend_env = self.cheapest_backend_env(original, script) if backend_env is None else backend_env
+            check_compiler_off = self.needs_compiler_off_check(original, script, result, off_run)
+            self.deadline = started + self.budget_s
+            self.backend_env, leaps = self.backend_and_leaps(original, script, backend_env)
 
             def interesting(candidate: str) -> bool:
                 return self.is_interesting(original, candidate, check_compiler_off)
@@ -299,17 +366,15 @@ class Minimizer:
             # The runs above showed the script interesting (it fails the same way on the candidates'
             # backend, and runs clean with the compiler off where that is checked): not run again.
             replacements = self.replacements_for(original, script)
-            # What is left of the budget after the checks above, less a reserve for the runs after
-            # the reducer (its uncached re-check of the result and the final classification).
-            reserve = RESERVE_RUNS * (result.duration_s + 1)
-            self.deadline = started + self.budget_s
-            leaps = self.hoisted(original, script)
-            reduce_s = max(0.0, self.deadline - time.monotonic() - reserve)
-            reduced = Reducer(interesting, budget_s=reduce_s, parallelism=self.parallelism,
-                              replacements=replacements).reduce(script, leaps=leaps, known_interesting=True)
+            # What is left of the budget after the runs above, less a reserve for the runs after it.
+            full_s = reproduced.duration_s if backend_env is not None and reproduced is not None else result.duration_s
+            reduced = Reducer(interesting, budget_s=max(0.0, self.deadline - time.monotonic()), parallelism=self.parallelism,
+                              replacements=replacements, reserve=self.reserve(full_s, check_compiler_off),
+                              ).reduce(script, leaps=leaps, known_interesting=True)
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
             source = self.tidied(reduced.source, interesting) if reduced.source != script else script
-            final, _ = self.classify_run(source)  # with the script's own backend: the failure as reported
+            # with the script's own backend: the failure as reported (the original's, when nothing went)
+            final = original if source == script else self.classify_run(source)[0]
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original))

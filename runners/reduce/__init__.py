@@ -37,9 +37,10 @@ for sure), `paths` (addressing nodes), `dead`, `structural` and `rewrites` (the 
 """
 from __future__ import annotations
 
-from runners.reduce.base import Edit, NodePath, PathStep, Predicate, ReduceResult, ReduceStats, count_tokens, size_key
+from runners.reduce.base import (Edit, NodePath, PathStep, Predicate, ReduceResult, ReduceStats, Reserve, count_tokens,
+                                 size_key)
 from runners.reduce.checks import bad_calls, dangling_attributes, sure_errors, unbound_names
 from runners.reduce.driver import PASSES, Reducer, reduce_source
 
-__all__ = ["Edit", "NodePath", "PathStep", "Predicate", "ReduceResult", "ReduceStats", "count_tokens", "size_key",
+__all__ = ["Edit", "NodePath", "PathStep", "Predicate", "ReduceResult", "ReduceStats", "Reserve", "count_tokens", "size_key",
            "bad_calls", "dangling_attributes", "sure_errors", "unbound_names", "PASSES", "Reducer", "reduce_source"]

@@ -41,6 +41,21 @@ class ReduceStats:
 
 
 @dataclass(frozen=True)
+class Reserve:
+    """Time the search leaves for the caller's runs after it: `checks` runs like a candidate's (the
+    driver's uncached re-check of its result, the caller's check of the tidied text), each
+    estimated by the latest interesting candidate's predicate call (`check_s` until there is one),
+    and `tail_s` more for the caller's own runs (a final classification on another backend)."""
+    checks: int = 0
+    check_s: float = 0.0
+    tail_s: float = 0.0
+
+    def seconds(self, latest_interesting_s: float | None) -> float:
+        check_s = self.check_s if latest_interesting_s is None else latest_interesting_s
+        return self.checks * (check_s + 1) + self.tail_s
+
+
+@dataclass(frozen=True)
 class ReduceResult:
     source: str
     stats: ReduceStats

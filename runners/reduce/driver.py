@@ -24,7 +24,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, NamedTuple, Sequence
 
-from runners.reduce.base import Edit, Predicate, ReduceResult, ReduceStats, count_tokens, format_source, size_key
+from runners.reduce.base import (Edit, Predicate, ReduceResult, ReduceStats, Reserve, count_tokens, format_source,
+                                 size_key)
 from runners.reduce.checks import sure_errors
 from runners.reduce.shape import Shape, joined, shape_of
 from runners.reduce.structural import argument_edits, constant_edits, expression_edits, statement_edits, unwrap_edits
@@ -44,8 +45,13 @@ PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
 class Reducer:
     def __init__(self, is_interesting: Predicate, *, budget_s: float = 300, max_runs: int = 10_000,
                  parallelism: int = 1, batch: int | None = None, replacements: Sequence[str] = (),
-                 keep_shape: bool = True):
+                 keep_shape: bool = True, reserve: Reserve = Reserve()):
         self.is_interesting = is_interesting
+        # The search stops this long before the budget's end (Reserve): a candidate's run is as long
+        # as the re-checks after the search will be, and candidates get faster as the program shrinks
+        # and the caches fill, so the estimate follows them instead of the original's cold run.
+        self.reserve = reserve
+        self.latest_interesting_s: float | None = None
         self.replacements = [ast.parse(text, mode="eval").body for text in replacements]
         self.budget_s = budget_s
         self.max_runs = max_runs
@@ -71,6 +77,7 @@ class Reducer:
         self.deadline = started + self.budget_s
         self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
         self.history, self.failed_edits, self.recall_failures = [], set(), True
+        self.latest_interesting_s = None
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
@@ -228,13 +235,16 @@ class Reducer:
         if use_cache and key in self.cache:
             self.stats.cache_hits += 1
             return self.cache[key]
-        if self.stats.runs >= self.max_runs or time.monotonic() > self.deadline:
+        if self._out_of_budget():
             return False
         self.stats.runs += 1
+        started = time.monotonic()
         try:
             verdict = bool(self.is_interesting(candidate))
         except Exception:  # a predicate that crashes says "not interesting", never aborts the search
             verdict = False
+        if verdict:
+            self.latest_interesting_s = time.monotonic() - started
         self.cache[key] = verdict
         return verdict
 
@@ -257,7 +267,8 @@ class Reducer:
         return original
 
     def _out_of_budget(self) -> bool:
-        return time.monotonic() > self.deadline or self.stats.runs >= self.max_runs
+        search_end = self.deadline - self.reserve.seconds(self.latest_interesting_s)
+        return time.monotonic() > search_end or self.stats.runs >= self.max_runs
 
     def _budget_reason(self) -> str:
         return "budget: max runs reached" if self.stats.runs >= self.max_runs else "budget: time ran out"

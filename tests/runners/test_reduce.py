@@ -12,7 +12,7 @@ import warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners.reduce import Reducer, bad_calls, count_tokens, dangling_attributes, reduce_source, unbound_names
+from runners.reduce import Reducer, Reserve, bad_calls, count_tokens, dangling_attributes, reduce_source, unbound_names
 
 PROGRAM = '''
 import math, os
@@ -189,6 +189,37 @@ def test_budget_runs_out_and_best_so_far_is_returned():
     assert result.stats.stop_reason == "budget: time ran out"
     assert "special_thing" in result.source
     assert len(result.source) <= len(PROGRAM)
+
+
+def test_the_search_leaves_its_reserve_for_the_runs_after_it():
+    """Reserve(checks, check_s, tail_s): the search stops checks x (check + 1 s) + tail_s before
+    the budget's end, so the re-check of its result and the caller's final runs fit in the budget."""
+    def slow(source: str) -> bool:
+        time.sleep(0.05)
+        return "special_thing" in source
+    started = time.monotonic()
+    result = Reducer(slow, budget_s=3.0, reserve=Reserve(checks=1, check_s=0.0, tail_s=1.0)).reduce(
+        PROGRAM, known_interesting=True)
+    assert result.stats.stop_reason == "budget: time ran out"
+    assert time.monotonic() - started < 1.6  # 3 s less 2 s, plus the candidates in flight and the re-check
+    assert "special_thing" in result.source
+
+
+def test_a_check_is_estimated_by_the_latest_interesting_candidate_once_there_is_one():
+    """Before the search a check can only be estimated by the original's run (cold: 13 s where a
+    warm candidate takes 3 s). That estimate leaves no search here; the same budget, once a
+    candidate has been interesting, searches on."""
+    def quick(source: str) -> bool:
+        time.sleep(0.05)  # 31 runs to the fixpoint: 1.5 s, more than the 1 s the first estimate leaves
+        return "special_thing" in source
+    reserve = Reserve(checks=1, check_s=10.0, tail_s=0.0)
+    assert Reducer(quick, budget_s=10.0, reserve=reserve).reduce(PROGRAM, known_interesting=True).stats.stop_reason \
+        == "budget: none left to test the original (the runs before the search used it)"
+    reducer = Reducer(quick, budget_s=12.0, reserve=reserve)
+    result = reducer.reduce(PROGRAM, known_interesting=True)
+    assert result.stats.stop_reason.startswith("fixpoint") and result.stats.wall_s > 1.0
+    assert reducer.latest_interesting_s is not None and reducer.latest_interesting_s < 1.0
+    assert reserve.seconds(None) == 11.0 and reserve.seconds(0.5) == 1.5
 
 
 def test_max_runs_budget():

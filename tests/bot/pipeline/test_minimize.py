@@ -7,7 +7,8 @@ import json
 import pytest
 
 from bot.core.source import tidy
-from bot.pipeline.minimize import MODULES_ENV, REPLAY_ENV, Minimizer, NotReproducible, same_failure
+from bot.pipeline.minimize import (COMPILER_OFF_ENV, MODULES_ENV, REPLAY_ENV, Minimizer, NotReproducible, env_key,
+                                   same_failure, stance_reaches)
 from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
 from runners.pool import WarmPool
@@ -124,6 +125,66 @@ def test_the_triage_does_not_minimize_a_failure_that_eager_shares(classifier, po
               "print(torch.compile(f)(torch.randn(2, 2)))\n")
     with pytest.raises(NotReproducible, match="fails the same way with the compiler off"):
         Minimizer(classifier, pool.run, stop_when_eager_shares=True).minimize(script)
+
+
+def test_the_compiler_off_stance_reaches_torch_compile_in_any_spelling_and_never_export():
+    for script in ("torch.compile(f)(x)", "@torch.compile\ndef f(x): ...", "model.compile()",
+                   "from torch import compile\ncompile(f)", "torch._dynamo.optimize('eager')(f)"):
+        assert stance_reaches(script), script
+    for script in ("torch.export.export(m, (x,))", "torch._inductor.aoti_compile_and_package(ep)",
+                   "torch._inductor.aot_compile(m, (x,))", "torch._export.aot_compile(m, (x,))"):
+        assert not stance_reaches(script), script
+
+
+def test_the_reserve_is_two_checks_on_the_candidates_backend_and_one_full_run(classifier):
+    """After an 18 s Inductor run of the original, candidates on backend="eager" (1 s) with the
+    compiler-off check (0.2 s): 2 x 2.2 + 19 s, not three 19 s runs. Once a candidate has been
+    interesting, its run is the estimate of a check."""
+    minimizer = Minimizer(classifier, run)
+    minimizer.backend_env = {PROBE_ENV: json.dumps({"backend": "eager"})}
+    minimizer.run_seconds = {env_key(minimizer.backend_env): 1.0, env_key(COMPILER_OFF_ENV): 0.2, env_key({}): 18.0}
+    assert minimizer.reserve(18.0, check_compiler_off=True).seconds(None) == pytest.approx(2 * 2.2 + 19.0)
+    assert minimizer.reserve(18.0, check_compiler_off=False).seconds(None) == pytest.approx(2 * 2.0 + 19.0)
+    minimizer.backend_env = {}  # the candidates run on the script's own backend
+    reserve = minimizer.reserve(18.0, check_compiler_off=False)
+    assert reserve.seconds(None) == pytest.approx(3 * 19.0)
+    assert reserve.seconds(4.0) == pytest.approx(2 * 5.0 + 19.0)
+
+
+EXPORT_DATA_DEPENDENT = """\
+import torch
+
+
+class Top(torch.nn.Module):
+    def forward(self, scores):
+        keep = scores > 0.5
+        count = keep.sum().item()
+        if count > 2:
+            return scores[:2]
+        return scores
+
+
+print(torch.export.export(Top(), (torch.rand(8),)))
+"""
+
+
+@pytest.mark.slow
+def test_the_triage_minimizes_an_export_failure_the_compiler_off_stance_cannot_reach(classifier, pool):
+    """torch.export ignores set_stance("force_eager"): run "with the compiler off" the script fails
+    the same way, and the triage used to read that as the code's own failure and minimize no export
+    failure at all. No compiler-off run is made for it, and candidates are not checked that way."""
+    envs = []
+
+    def recording_run(spec):
+        envs.append(spec.env.get(PROBE_ENV))
+        return pool.run(spec)
+
+    minimizer = Minimizer(classifier, recording_run, budget_s=60, parallelism=2, stop_when_eager_shares=True)
+    result = minimizer.minimize(EXPORT_DATA_DEPENDENT)
+    assert result.original.category == "export_failure" and result.same_failure
+    assert not result.checked_compiler_off
+    assert COMPILER_OFF_ENV[PROBE_ENV] not in envs
+    assert result.stats.tokens_after < result.stats.tokens_before
 
 
 @pytest.mark.slow
