@@ -228,7 +228,8 @@ class ServedMinimizer(Minimizer):
             self.mismatch = (f"ours judged the original {original.category} ({original.signature}), "
                              f"compiler-off check {check_compiler_off}; the server's judgement was used")
         # no server cache: the Reducer caches by text itself, and its final re-check must really run
-        return self.server.judge(candidate, deadline=self.deadline, cache_dir=self.cache_dir, use_cache=False)
+        return self.server.judge(candidate, deadline=self.deadline, cache_dir=self.cache_dir, use_cache=False,
+                                 verdicts=self.own_backend_verdicts)
 
 
 def run_ours(case: Case, server: PredicateServer, session: Session, args: argparse.Namespace) -> Outcome:

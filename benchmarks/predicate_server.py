@@ -172,8 +172,10 @@ class PredicateServer:
             self._local.runs += 1
         return result
 
-    def _minimizer(self, cache_dir: str | None, deadline: float | None) -> Minimizer:
+    def _minimizer(self, cache_dir: str | None, deadline: float | None, verdicts: dict | None = None) -> Minimizer:
         minimizer = Minimizer(self.classifier, self.runner, timeout_s=self.timeout_s, parallelism=self.jobs)
+        if verdicts is not None:  # ours' own: its final classification reads them (Minimizer.final_verdict)
+            minimizer.own_backend_verdicts = verdicts
         minimizer.cache_dir = cache_dir
         minimizer.deadline = deadline
         minimizer.backend_env = self.backend_env
@@ -182,7 +184,8 @@ class PredicateServer:
         return minimizer
 
     # --- the predicate -------------------------------------------------------------------------------
-    def decide(self, candidate: str, *, cache_dir: str | None, deadline: float | None) -> bool:
+    def decide(self, candidate: str, *, cache_dir: str | None, deadline: float | None,
+               verdicts: dict | None = None) -> bool:
         """Our Minimizer's judgement of `candidate` against the original (no counting, no cache)."""
         try:
             with warnings.catch_warnings():
@@ -193,13 +196,15 @@ class PredicateServer:
             return False
         if not self.shape.kept_by(shape_of(tree)):
             return False  # another kind of repro (an int for a tensor input, no entry point): ours never runs one
-        return self._minimizer(cache_dir, deadline).is_interesting(self.original, candidate, self.check_compiler_off)
+        return self._minimizer(cache_dir, deadline, verdicts).is_interesting(self.original, candidate,
+                                                                              self.check_compiler_off)
 
     def judge(self, candidate: str, *, deadline=_SESSION_DEADLINE, cache_dir: str | None = None,
-              use_cache: bool = True) -> bool:
+              use_cache: bool = True, verdicts: dict | None = None) -> bool:
         """A predicate call of the current session: `decide`, counted, cached by text when `use_cache`.
         `deadline` (default: the session's) and `cache_dir` (default: the session's) let ours pass its
-        own Minimizer's, as `Minimizer.is_interesting` would use them."""
+        own Minimizer's, as `Minimizer.is_interesting` would use them; `verdicts`: its record of the
+        verdicts on the script's own backend (Minimizer.final_verdict)."""
         key = _key(candidate)
         with self._cond:
             session = self.session
@@ -216,7 +221,8 @@ class PredicateServer:
         verdict, errored = False, False
         try:
             verdict = self.decide(candidate, cache_dir=cache_dir or session.cache_dir,
-                                  deadline=session.deadline if deadline is _SESSION_DEADLINE else deadline)
+                                  deadline=session.deadline if deadline is _SESSION_DEADLINE else deadline,
+                                  verdicts=verdicts)
         except Exception:  # as the Reducer treats a predicate that raises: "no"
             log.exception("predicate call failed")
             errored = True

@@ -56,6 +56,7 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
 # Runs after the reducer on the candidates' backend: its re-check of the result and the tidied text's
 # check; then one more on the script's own backend, the final classification (Minimizer.reserve_s).
 RESERVE_CHECKS = 2
+OWN_BACKEND_VERDICTS_KEPT = 8  # the re-check's walk back goes at most three steps
 CONFIRM_GRACE_S = 5.0
 # The compiler off the way the ladder's first rung turns it off: the in-run probe's
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
@@ -156,7 +157,10 @@ class Minimizer:
         self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
         self.original_output = ""  # the original's run output: what a candidate's must still show (keeps_cause)
         self.compiler_off_checked = False  # candidates must run clean with the compiler off (needs_compiler_off_check)
-        self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve_s)
+        self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve)
+        # the latest few texts judged on the script's own backend, with their verdicts: the final
+        # classification of the result is the re-check's run, not one more (`final_verdict`)
+        self.own_backend_verdicts: dict[str, Classification] = {}
 
     def run_timeout(self) -> float:
         """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
@@ -181,10 +185,29 @@ class Minimizer:
         shows (the category's `minimize_keeps`: a recompile's failed guard). A category whose
         failure the script's own check words (`minimize_same: category`) matches on the category
         alone, and only while the compiler-off run guards every candidate."""
-        classification, run = self.classify_run(script, self.backend_env if env is None else env)
+        run_env = self.backend_env if env is None else env
+        classification, run = self.classify_run(script, run_env)
+        if not run_env:
+            self.remember_own_backend(script, classification)
         if not same_failure(target, classification, run.status, self.match(target)):
             return False
         return self.classifier.ruleset.categories[target.category].keeps_cause(self.original_output, output_text(run))
+
+    def remember_own_backend(self, script: str, classification: Classification) -> None:
+        verdicts = self.own_backend_verdicts
+        verdicts.pop(script, None)
+        verdicts[script] = classification
+        while len(verdicts) > OWN_BACKEND_VERDICTS_KEPT:
+            verdicts.pop(next(iter(verdicts)), None)
+
+    def final_verdict(self, source: str, script: str, original: Classification) -> Classification:
+        """The result classified on the script's own backend: the failure as reported. The
+        original's verdict when nothing went; the re-check's when the candidates ran on the script's
+        own backend (that run was this run: the same text, the same backend); else one run."""
+        if source == script:
+            return original
+        known = self.own_backend_verdicts.get(source)
+        return known if known is not None else self.classify_run(source)[0]
 
     def match(self, original: Classification) -> str:
         """What "the same failure" compares for this category: its `minimize_same`, while the
@@ -301,14 +324,16 @@ class Minimizer:
         """What the search leaves for the runs after it: the reducer's uncached re-check of its
         result and the tidied text's check, each on the candidates' backend (and with the compiler
         off where that is checked), then the final classification on the script's own backend
-        (`full_s`: as long as the original's run). A check is first estimated by the latest run of
-        its kind before the search, then (in the reducer) by the latest interesting candidate.
-        Three runs as long as the original's kept 56 s of a 120 s budget back for 20 s of runs,
-        with the candidates on backend="eager" (1 s) after an 18 s cold Inductor run."""
+        (`full_s`: as long as the original's run; none when the candidates run there, final_verdict).
+        A check is first estimated by the latest run of its kind before the search, then (in the
+        reducer) by the recent interesting candidates. Three runs as long as the original's kept
+        56 s of a 120 s budget back for 20 s of runs, with the candidates on backend="eager" (1 s)
+        after an 18 s cold Inductor run, and left an AOTInductor package (a 30 s cold build, 13 s
+        warm) no search at all."""
         check_s = self.run_seconds.get(env_key(self.backend_env), full_s)
         if check_compiler_off:
             check_s += self.run_seconds.get(env_key(COMPILER_OFF_ENV), 0.0)
-        return Reserve(checks=RESERVE_CHECKS, check_s=check_s, tail_s=full_s + 1)
+        return Reserve(checks=RESERVE_CHECKS, check_s=check_s, tail_s=full_s + 1 if self.backend_env else 0.0)
 
     def hoisted(self, original: Classification, script: str) -> list[str]:
         """Programs that compile one of the script's modules alone, on inputs like those it was
@@ -373,8 +398,7 @@ class Minimizer:
                               ).reduce(script, leaps=leaps, known_interesting=True)
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
             source = self.tidied(reduced.source, interesting) if reduced.source != script else script
-            # with the script's own backend: the failure as reported (the original's, when nothing went)
-            final = original if source == script else self.classify_run(source)[0]
+            final = self.final_verdict(source, script, original)
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original))

@@ -21,6 +21,7 @@ import ast
 import copy
 import hashlib
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterator, NamedTuple, Sequence
 
@@ -51,7 +52,7 @@ class Reducer:
         # as the re-checks after the search will be, and candidates get faster as the program shrinks
         # and the caches fill, so the estimate follows them instead of the original's cold run.
         self.reserve = reserve
-        self.latest_interesting_s: float | None = None
+        self.recent_interesting_s: deque[float] = deque(maxlen=3)  # the latest interesting calls' seconds
         self.replacements = [ast.parse(text, mode="eval").body for text in replacements]
         self.budget_s = budget_s
         self.max_runs = max_runs
@@ -77,7 +78,7 @@ class Reducer:
         self.deadline = started + self.budget_s
         self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
         self.history, self.failed_edits, self.recall_failures = [], set(), True
-        self.latest_interesting_s = None
+        self.recent_interesting_s.clear()
         try:
             tree = ast.parse(source)
         except SyntaxError as exc:
@@ -244,7 +245,7 @@ class Reducer:
         except Exception:  # a predicate that crashes says "not interesting", never aborts the search
             verdict = False
         if verdict:
-            self.latest_interesting_s = time.monotonic() - started
+            self.recent_interesting_s.append(time.monotonic() - started)
         self.cache[key] = verdict
         return verdict
 
@@ -267,7 +268,7 @@ class Reducer:
         return original
 
     def _out_of_budget(self) -> bool:
-        search_end = self.deadline - self.reserve.seconds(self.latest_interesting_s)
+        search_end = self.deadline - self.reserve.seconds(tuple(self.recent_interesting_s))
         return time.monotonic() > search_end or self.stats.runs >= self.max_runs
 
     def _budget_reason(self) -> str:

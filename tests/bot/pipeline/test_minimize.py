@@ -143,12 +143,29 @@ def test_the_reserve_is_two_checks_on_the_candidates_backend_and_one_full_run(cl
     minimizer = Minimizer(classifier, run)
     minimizer.backend_env = {PROBE_ENV: json.dumps({"backend": "eager"})}
     minimizer.run_seconds = {env_key(minimizer.backend_env): 1.0, env_key(COMPILER_OFF_ENV): 0.2, env_key({}): 18.0}
-    assert minimizer.reserve(18.0, check_compiler_off=True).seconds(None) == pytest.approx(2 * 2.2 + 19.0)
-    assert minimizer.reserve(18.0, check_compiler_off=False).seconds(None) == pytest.approx(2 * 2.0 + 19.0)
-    minimizer.backend_env = {}  # the candidates run on the script's own backend
+    assert minimizer.reserve(18.0, check_compiler_off=True).seconds() == pytest.approx(2 * 2.2 + 19.0)
+    assert minimizer.reserve(18.0, check_compiler_off=False).seconds() == pytest.approx(2 * 2.0 + 19.0)
+    minimizer.backend_env = {}  # the candidates run on the script's own backend: the re-check's run is the final one
     reserve = minimizer.reserve(18.0, check_compiler_off=False)
-    assert reserve.seconds(None) == pytest.approx(3 * 19.0)
-    assert reserve.seconds(4.0) == pytest.approx(2 * 5.0 + 19.0)
+    assert reserve.seconds() == pytest.approx(2 * 19.0)
+    assert reserve.seconds((4.0, 6.0)) == pytest.approx(2 * 5.0)
+
+
+def test_the_result_is_classified_by_its_re_check_when_that_ran_on_the_scripts_own_backend(classifier):
+    """Candidates judged on the script's own backend (an Inductor-only failure, an AOTInductor
+    package): the re-check of the result was the final classification's run already, and a second
+    one would cost a whole compile (13 s for the package) of the budget."""
+    def no_run(spec):
+        raise AssertionError("ran again")
+    minimizer = Minimizer(classifier, no_run)
+    original, shrunk = verdict(), verdict(signature="graph_break|Unsupported|shrunk")
+    for text in ["a"] * 2 + [str(i) for i in range(10)] + ["b"]:
+        minimizer.remember_own_backend(text, shrunk)
+    assert len(minimizer.own_backend_verdicts) == 8 and "a" not in minimizer.own_backend_verdicts
+    assert minimizer.final_verdict("b", "script", original) is shrunk
+    assert minimizer.final_verdict("script", "script", original) is original  # nothing went
+    with pytest.raises(AssertionError, match="ran again"):
+        minimizer.final_verdict("a", "script", original)
 
 
 EXPORT_DATA_DEPENDENT = """\
