@@ -67,6 +67,7 @@ log = logging.getLogger(__name__)
 
 SOCKET_NAME = "predicate.sock"
 _SESSION_DEADLINE = object()  # judge(): bound the runs by the session's deadline
+_PARSE_LOCK = threading.Lock()  # one parse at a time: CPython 3.11's ast.parse is not thread-safe
 
 
 @dataclass
@@ -188,10 +189,10 @@ class PredicateServer:
                verdicts: dict | None = None) -> bool:
         """Our Minimizer's judgement of `candidate` against the original (no counting, no cache)."""
         try:
-            with warnings.catch_warnings():
+            with _PARSE_LOCK, warnings.catch_warnings():  # ast.parse is not thread-safe in 3.11 (cpython#106905)
                 warnings.simplefilter("ignore")
                 tree = ast.parse(candidate)
-            compile(tree, "<candidate>", "exec")
+                compile(tree, "<candidate>", "exec")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
         if not self.shape.kept_by(shape_of(tree)):

@@ -129,6 +129,19 @@ def env_key(env: dict[str, str] | None) -> str:
     return json.dumps(env or {}, sort_keys=True)
 
 
+def record_env(hoist_mode: str) -> dict[str, str]:
+    """The eager run that records what each module was given, for a `minimize_hoist` mode."""
+    return REPLAY_ENV if hoist_mode == "replay" else MODULES_ENV
+
+
+def hoisted_from(tree: ast.Module, hoist_mode: str, run: RunResult) -> list[str]:
+    """The leaps the recording `run` gives (runners/reduce/hoist.py, replay.py)."""
+    records = (run.probe or {}).get("modules") or []
+    if hoist_mode == "replay":
+        return replayed_programs(tree, records, (run.probe or {}).get("entry"))
+    return hoisted_programs(tree, records, compare=hoist_mode == "compare")
+
+
 def same_failure(target: Classification, candidate: Classification, run_status: str, match: str = "signature") -> bool:
     """The policy: same category and (unless `match` is "category", see Category.minimize_same)
     signature, a real failure, and no user-level slippage."""
@@ -313,12 +326,17 @@ class Minimizer:
     def backend_and_leaps(self, original: Classification, script: str, backend_env: dict | None) -> tuple[dict, list[str]]:
         """(the candidates' backend env, the hoisted leaps): the cheaper backends' runs and the eager
         run that records the modules' inputs, all at once (each needs only the original's verdict
-        and whether the compiler-off check is on)."""
-        if backend_env is not None:
-            return backend_env, self.hoisted(original, script)
+        and whether the compiler-off check is on). Only the sandboxed runs go to threads: CPython
+        3.11's ast.parse is not thread-safe ("AST constructor recursion depth mismatch",
+        cpython#106905), so the parsing stays on this one."""
+        tree = ast.parse(script)
+        mode = self.hoist_mode(original, tree)
+        if mode is None:
+            return (self.cheapest_backend_env(original, script) if backend_env is None else backend_env), []
         with ThreadPoolExecutor(1) as pool:
-            leaps = pool.submit(self.hoisted, original, script)
-            return self.cheapest_backend_env(original, script), leaps.result()
+            record = pool.submit(self.classify_run, script, record_env(mode))
+            backend_env = self.cheapest_backend_env(original, script) if backend_env is None else backend_env
+            return backend_env, hoisted_from(tree, mode, record.result()[1])
 
     def reserve(self, full_s: float, check_compiler_off: bool) -> Reserve:
         """What the search leaves for the runs after it: the reducer's uncached re-check of its
@@ -342,16 +360,19 @@ class Minimizer:
         calls (`replay`), the compiled module called as the script called it. None, and no run,
         for a script that defines no class or a category hoisting cannot show (`off`)."""
         tree = ast.parse(script)
+        mode = self.hoist_mode(original, tree)
+        if mode is None:
+            return []
+        return hoisted_from(tree, mode, self.classify_run(script, record_env(mode))[1])
+
+    def hoist_mode(self, original: Classification, tree: ast.Module) -> str | None:
+        """The category's `minimize_hoist`, or None where hoisting cannot apply."""
         mode = self.classifier.ruleset.categories[original.category].minimize_hoist
         if mode == "off" or not any(isinstance(node, ast.ClassDef) for node in tree.body):
-            return []
+            return None
         if mode == "compare" and not self.compiler_off_checked:  # the check's words differ from the script's
-            return []
-        _, run = self.classify_run(script, REPLAY_ENV if mode == "replay" else MODULES_ENV)
-        records = (run.probe or {}).get("modules") or []
-        if mode == "replay":
-            return replayed_programs(tree, records, (run.probe or {}).get("entry"))
-        return hoisted_programs(tree, records, compare=mode == "compare")
+            return None
+        return mode
 
     def replacements_for(self, original: Classification, script: str) -> tuple[str, ...]:
         """Small tensors the reducer may put for a tensor-making call: deterministic ones when the
