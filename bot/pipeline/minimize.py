@@ -54,7 +54,7 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
 
 
 # Runs after the reducer on the candidates' backend: its re-check of the result and the tidied text's
-# check; then one more on the script's own backend, the final classification (Minimizer.reserve_s).
+# check; then one more on the script's own backend, the final classification (Minimizer.reserve).
 RESERVE_CHECKS = 2
 OWN_BACKEND_VERDICTS_KEPT = 8  # the re-check's walk back goes at most three steps
 CONFIRM_GRACE_S = 5.0
@@ -331,12 +331,10 @@ class Minimizer:
         cpython#106905), so the parsing stays on this one."""
         tree = ast.parse(script)
         mode = self.hoist_mode(original, tree)
-        if mode is None:
-            return (self.cheapest_backend_env(original, script) if backend_env is None else backend_env), []
         with ThreadPoolExecutor(1) as pool:
-            record = pool.submit(self.classify_run, script, record_env(mode))
+            record = pool.submit(self.classify_run, script, record_env(mode)) if mode is not None else None
             backend_env = self.cheapest_backend_env(original, script) if backend_env is None else backend_env
-            return backend_env, hoisted_from(tree, mode, record.result()[1])
+            return backend_env, hoisted_from(tree, mode, record.result()[1]) if record is not None else []
 
     def reserve(self, full_s: float, check_compiler_off: bool) -> Reserve:
         """What the search leaves for the runs after it: the reducer's uncached re-check of its
