@@ -286,3 +286,55 @@ def test_gpu_runs_go_cold_at_once_without_starting_or_holding_the_warm_pool(monk
         runner = pool_module.lazy_runner(stack, 2)
         assert runner(RunSpec(script="import torch\n", gpu=True)) == "cold result"
         assert ran and ran[0].gpu and not getattr(runner.prewarm, "thread", None)
+
+
+class _FakeWorker:
+    """A WarmWorker stand-in whose start waits for its gate (None: starts at once; an exception: fails)."""
+
+    gates: list = []
+
+    def __init__(self, **options):
+        self.gate = _FakeWorker.gates.pop(0)
+        self.started = self.closed = False
+
+    def start(self):
+        if isinstance(self.gate, Exception):
+            raise self.gate
+        if self.gate is not None:
+            self.gate.wait(10)
+        self.started = True
+
+    def run(self, spec, cuda=False):
+        return self
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_pool_serves_runs_as_soon_as_its_first_worker_is_ready_and_the_others_join_when_ready(monkeypatch):
+    import threading
+
+    from runners import pool as pool_module
+
+    slow = threading.Event()
+    monkeypatch.setattr(pool_module, "WarmWorker", _FakeWorker)
+    monkeypatch.setattr(_FakeWorker, "gates", [slow, None])
+    with pool_module.WarmPool(2) as pool:
+        first = pool.run(RunSpec(script="pass"))
+        assert first is pool.workers[1] and not pool.workers[0].started  # the slow one is still starting
+        slow.set()
+        assert {id(pool.run(RunSpec(script="pass"))) for _ in range(4)} <= {id(w) for w in pool.workers}
+    assert all(w.started and w.closed for w in pool.workers)  # close waited for the slow start, then closed it
+
+
+def test_a_pool_starts_with_the_workers_that_start_and_refuses_when_none_does(monkeypatch):
+    from runners import pool as pool_module
+    from runners.worker import WorkerUnavailable
+
+    monkeypatch.setattr(pool_module, "WarmWorker", _FakeWorker)
+    monkeypatch.setattr(_FakeWorker, "gates", [WorkerUnavailable("no bwrap"), None])
+    with pool_module.WarmPool(2) as pool:
+        assert pool.run(RunSpec(script="pass")) is pool.workers[1]
+    monkeypatch.setattr(_FakeWorker, "gates", [WorkerUnavailable("no bwrap"), WorkerUnavailable("no bwrap")])
+    with pytest.raises(WorkerUnavailable, match="no bwrap"):
+        pool_module.WarmPool(2).__enter__()
