@@ -229,7 +229,7 @@ class ServedMinimizer(Minimizer):
                              f"compiler-off check {check_compiler_off}; the server's judgement was used")
         # no server cache: the Reducer caches by text itself, and its final re-check must really run
         return self.server.judge(candidate, deadline=self.deadline, cache_dir=self.cache_dir, use_cache=False,
-                                 verdicts=self.own_backend_verdicts)
+                                 recent=self.recent)
 
 
 def run_ours(case: Case, server: PredicateServer, session: Session, args: argparse.Namespace) -> Outcome:

@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.cli.main import build_classifier, make_runner  # noqa: E402
 from bot.core.classify import Classifier  # noqa: E402
-from bot.pipeline.minimize import Minimizer, keeps_pt2  # noqa: E402
+from bot.pipeline.minimize import Minimizer, RecentRuns, keeps_pt2  # noqa: E402
 from bot.pipeline.reproduce import reproduces  # noqa: E402
 from runners.reduce import count_tokens  # noqa: E402
 from runners.reduce.shape import shape_of  # noqa: E402
@@ -173,10 +173,10 @@ class PredicateServer:
             self._local.runs += 1
         return result
 
-    def _minimizer(self, cache_dir: str | None, deadline: float | None, verdicts: dict | None = None) -> Minimizer:
+    def _minimizer(self, cache_dir: str | None, deadline: float | None, recent: RecentRuns | None = None) -> Minimizer:
         minimizer = Minimizer(self.classifier, self.runner, timeout_s=self.timeout_s, parallelism=self.jobs)
-        if verdicts is not None:  # ours' own: its final classification reads them (Minimizer.final_verdict)
-            minimizer.own_backend_verdicts = verdicts
+        if recent is not None:  # ours' own: its final classification reads them (Minimizer.final_verdict)
+            minimizer.recent = recent
         minimizer.cache_dir = cache_dir
         minimizer.deadline = deadline
         minimizer.backend_env = self.backend_env
@@ -186,7 +186,7 @@ class PredicateServer:
 
     # --- the predicate -------------------------------------------------------------------------------
     def decide(self, candidate: str, *, cache_dir: str | None, deadline: float | None,
-               verdicts: dict | None = None) -> bool:
+               recent: RecentRuns | None = None) -> bool:
         """Our Minimizer's judgement of `candidate` against the original (no counting, no cache)."""
         try:
             with _PARSE_LOCK, warnings.catch_warnings():  # ast.parse is not thread-safe in 3.11 (cpython#106905)
@@ -197,15 +197,15 @@ class PredicateServer:
             return False
         if not self.shape.kept_by(shape_of(tree)):
             return False  # another kind of repro (an int for a tensor input, no entry point): ours never runs one
-        return self._minimizer(cache_dir, deadline, verdicts).is_interesting(self.original, candidate,
+        return self._minimizer(cache_dir, deadline, recent).is_interesting(self.original, candidate,
                                                                               self.check_compiler_off)
 
     def judge(self, candidate: str, *, deadline=_SESSION_DEADLINE, cache_dir: str | None = None,
-              use_cache: bool = True, verdicts: dict | None = None) -> bool:
+              use_cache: bool = True, recent: RecentRuns | None = None) -> bool:
         """A predicate call of the current session: `decide`, counted, cached by text when `use_cache`.
         `deadline` (default: the session's) and `cache_dir` (default: the session's) let ours pass its
-        own Minimizer's, as `Minimizer.is_interesting` would use them; `verdicts`: its record of the
-        verdicts on the script's own backend (Minimizer.final_verdict)."""
+        own Minimizer's, as `Minimizer.is_interesting` would use them; `recent`: its record of the
+        latest runs (Minimizer.final_verdict reads them)."""
         key = _key(candidate)
         with self._cond:
             session = self.session
@@ -223,7 +223,7 @@ class PredicateServer:
         try:
             verdict = self.decide(candidate, cache_dir=cache_dir or session.cache_dir,
                                   deadline=session.deadline if deadline is _SESSION_DEADLINE else deadline,
-                                  verdicts=verdicts)
+                                  recent=recent)
         except Exception:  # as the Reducer treats a predicate that raises: "no"
             log.exception("predicate call failed")
             errored = True

@@ -20,6 +20,7 @@ from bot.core.tables import JUDGES, require, require_regex
 FAILS = "fails"  # fails the way the repro failed (same category, or same exception type)
 FAILS_DIFFERENTLY = "fails_differently"
 PASSES = "passes"
+NOT_NEEDED = "not_needed"  # not run: a rung below it already fails the same way and owns the failure
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,18 @@ def owning_rung(table: LadderTable, results: tuple[RungResult, ...]) -> Rung | N
     """The first ladder rung that failed the way the repro did."""
     by_id = {r.rung: r for r in results}
     return next((r for r in table.rungs if by_id.get(r.id) and by_id[r.id].outcome == FAILS), None)
+
+
+def owned_below(table: LadderTable, results: Mapping[str, RungResult], rung: Rung) -> bool:
+    """Whether a ladder rung below `rung` already fails the way the repro did: that rung owns the
+    failure whatever `rung` would show (a graph break that backend="eager" shows is Dynamo's; the
+    compiler-off rung failing makes every other rung moot), so `rung` need not run."""
+    for lower in table.rungs:
+        if lower.id == rung.id:
+            return False
+        if lower.id in results and results[lower.id].outcome == FAILS:
+            return True
+    return False
 
 
 def switch_probe(switch: Rung, owner: Rung | None, table: LadderTable, category: str) -> dict[str, Any] | None:

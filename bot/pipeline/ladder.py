@@ -3,17 +3,21 @@
 The ladder re-runs the (minimized) repro once per rung of bot/rules/ladder.yaml, each run with the
 in-run probe's switch (`TRIAGE_TORCH_PROBE`: backend, compiler off, dynamic=False, fullgraph=False),
 in parallel through the runner it is given (warm workers); the side switches run after the rungs,
-on the backend of the rung that owns the failure. The repro's own failing run is the
-`inductor` rung when it compiled with the default backend, so that rung is not run twice. When the
-compiler-off rung fails the same way, the rungs not yet started are cancelled: the code fails
-without PT2 and the other rungs cannot change that.
+on the backend of the rung that owns the failure. A run made already is not made again: the
+repro's own failing run is the `inductor` rung when it compiled with the default backend, and the
+minimizer's runs of the minimized repro (its candidates' backend, the compiler off) are those
+rungs. When a rung fails the same way, the rungs above it not yet started are not run: the first
+rung that fails owns the failure, and the higher ones cannot change that (when it is the
+compiler-off rung, the code fails without PT2).
 """
 from __future__ import annotations
 
 import json
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from runners.sandbox import RunSpec
 
@@ -32,6 +36,9 @@ class Target:
     which: str  # repro | minimized
     category: str
     record: RunRecord  # the run that reproduced it (the repro's, for a minimized script too: same signature)
+    # runs of `script` made already, (classification, result) by their probe's JSON (None: no probe,
+    # the script's own backend): the minimizer's runs of its result (MinimizeResult.runs)
+    known: Mapping[str | None, tuple] = field(default_factory=dict, compare=False)
 
 
 def observed(result, classification, silent_differs: bool | None = None) -> ladder_rules.Observed:
@@ -85,25 +92,41 @@ class LadderRunner:
 
     def _run_all(self, target: Target, goal: ladder_rules.Observed,
                  rungs: tuple[ladder_rules.Rung, ...]) -> tuple[ladder_rules.RungResult, ...]:
+        done = self._known_rungs(target, goal)
+        lock = threading.Lock()
+
+        def climb_one(rung: ladder_rules.Rung) -> None:
+            with lock:  # a rung whose turn comes after a lower one failed the same way is not run
+                if ladder_rules.owned_below(self.table, done, rung):
+                    return
+            result = self._run_rung(target, goal, rung, ladder_rules.probe_for(rung, self.table, target.category))
+            with lock:
+                done[result.rung] = result
+
+        todo = [r for r in rungs if r.id not in done]
+        with ThreadPoolExecutor(self.jobs) as pool:  # taken in order: the lowest rungs first
+            list(pool.map(climb_one, todo))
+        return tuple(done.get(r.id) or ladder_rules.RungResult(
+            r.id, r.title, ladder_rules.NOT_NEEDED if ladder_rules.owned_below(self.table, done, r) else "not_run")
+            for r in rungs)
+
+    def _known_rungs(self, target: Target, goal: ladder_rules.Observed) -> dict[str, ladder_rules.RungResult]:
+        """The rungs whose runs were made already, judged as if run now: the repro's own failing
+        run (_reused_inductor) and the target's known runs with the rung's exact probe (the script's
+        own backend standing for the last rung where the probe would only name that backend)."""
         done: dict[str, ladder_rules.RungResult] = {}
         reused = self._reused_inductor(target, goal)
         if reused:
             done[reused.rung] = reused
-        todo = [r for r in rungs if r.id not in done]
-        with ThreadPoolExecutor(self.jobs) as pool:
-            futures = {pool.submit(self._run_rung, target, goal, rung,
-                                   ladder_rules.probe_for(rung, self.table, target.category)): rung for rung in todo}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    result = future.result()
-                    done[result.rung] = result
-                    if futures[future] is self.table.compiler_off and result.outcome == ladder_rules.FAILS:
-                        for other in pending:
-                            other.cancel()
-                pending = {f for f in pending if not f.cancelled()}
-        return tuple(done.get(r.id) or ladder_rules.RungResult(r.id, r.title, "not_run") for r in rungs)
+        last = self.table.rungs[-1]
+        for rung in self.table.rungs:
+            probe = ladder_rules.probe_for(rung, self.table, target.category)
+            known = target.known.get(json.dumps(probe, sort_keys=True))
+            if known is None and rung is last and probe == dict(last.probe) and ladder_rules.switchable(self.table, target.script):
+                known = target.known.get(None)
+            if known is not None and known[1].status not in ("timeout", "limit") and rung.id not in done:
+                done[rung.id] = self._judged(goal, rung, probe, target.category, *known)
+        return done
 
     def _run_switches(self, target: Target, goal: ladder_rules.Observed, switches: tuple[ladder_rules.Rung, ...],
                       owner: ladder_rules.Rung | None) -> tuple[ladder_rules.RungResult, ...]:
@@ -131,11 +154,15 @@ class LadderRunner:
                        timeout_s=self.timeout_s, gpu=self.gpu, cache_dir=self.cache_dir)
         result = self.runner(spec)
         classification = self.classifier.classify_text(output_text(result), context=target.script)
-        exception = uncaught_exception(result)
-        seen = observed(result, classification, self._silent_differs(result, target.category))
+        return self._judged(goal, rung, probe, target.category, classification, result)
+
+    def _judged(self, goal: ladder_rules.Observed, rung: ladder_rules.Rung, probe: dict, category: str,
+                classification, result) -> ladder_rules.RungResult:
+        """One rung's run (`result`, classified) against the repro's failure."""
+        seen = observed(result, classification, self._silent_differs(result, category))
         title = rung.title if probe.get("backend") == rung.backend else f'{rung.title} on backend="{probe["backend"]}"'
         return ladder_rules.RungResult(rung.id, title, ladder_rules.rung_outcome(rung, goal, seen, self.table.same_refusal),
-                                       classification.category if seen.failed else None, exception,
+                                       classification.category if seen.failed else None, uncaught_exception(result),
                                        round(result.duration_s, 2))
 
     def _silent_differs(self, result, category: str) -> bool | None:
@@ -173,8 +200,14 @@ REWRITES = {
 
 
 def try_workarounds(kinds: tuple[str, ...], script: str, output: str, runner: Runner, *, timeout_s: float,
-                    gpu: bool) -> Workaround | None:
-    """The first rewrite that runs clean, else the first one tried with what its run showed."""
+                    gpu: bool, backend: str | None = None) -> Workaround | None:
+    """The first rewrite that runs clean, else the first one tried with what its run showed.
+    `backend`: the cheapest backend the script already fails the same way on (the minimizer's),
+    which the rewrite runs on, as a side switch runs on the owning rung's backend: the README
+    example's torch.cond rewrite took 15 s to verify with Inductor, and under a second with
+    backend="eager", where its graph break showed."""
+    env = {**ALWAYS_ENV, PROBE_ENV: json.dumps({"backend": backend})} if backend else dict(ALWAYS_ENV)
+    where = f' with backend="{backend}", the cheapest backend that showed the failure' if backend else ""
     tried: Workaround | None = None
     for kind in kinds:
         try:
@@ -183,9 +216,9 @@ def try_workarounds(kinds: tuple[str, ...], script: str, output: str, runner: Ru
             rewrite = None
         if rewrite is None:
             continue
-        result = runner(RunSpec(script=rewrite.source, env=dict(ALWAYS_ENV), timeout_s=timeout_s, gpu=gpu))
+        result = runner(RunSpec(script=rewrite.source, env=env, timeout_s=timeout_s, gpu=gpu))
         failed = outcome.launcher_failed(result)
-        shown = "ran to completion" if not failed else f"still fails ({result.status}): {uncaught_exception(result, 200)}"
+        shown = f"ran to completion{where}" if not failed else f"still fails{where} ({result.status}): {uncaught_exception(result, 200)}"
         found = Workaround(rewrite.kind, rewrite.note, rewrite.source, not failed, shown)
         if found.verified:
             return found

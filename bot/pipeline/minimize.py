@@ -17,10 +17,11 @@ import json
 import logging
 import re
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 from runners.reduce import ReduceStats, Reducer, Reserve, count_tokens
 from runners.reduce.dead import without_dead_code
@@ -56,7 +57,7 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
 # Runs after the reducer on the candidates' backend: its re-check of the result and the tidied text's
 # check; then one more on the script's own backend, the final classification (Minimizer.reserve).
 RESERVE_CHECKS = 2
-OWN_BACKEND_VERDICTS_KEPT = 8  # the re-check's walk back goes at most three steps
+RECENT_RUNS_KEPT = 16  # the re-check's walk back goes at most three steps, each with a run or two per backend
 CONFIRM_GRACE_S = 5.0
 # The compiler off the way the ladder's first rung turns it off: the in-run probe's
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
@@ -80,6 +81,10 @@ class MinimizeResult:
     stats: ReduceStats
     checked_compiler_off: bool = False  # every accepted candidate also ran clean with the compiler off
     match: str = "signature"  # what "the same failure" compared (Category.minimize_same, as the search used it)
+    # the runs of `source` the search made, by probe (None: the script's own backend): the ladder's
+    # rungs on the minimized repro that need not run again (bot/pipeline/ladder.py)
+    runs: Mapping[str | None, tuple[Classification, RunResult]] = field(default_factory=dict, compare=False)
+    backend: str | None = None  # the candidates' backend, when cheaper than the script's own (backend_env)
 
     @property
     def same_failure(self) -> bool:
@@ -129,6 +134,41 @@ def env_key(env: dict[str, str] | None) -> str:
     return json.dumps(env or {}, sort_keys=True)
 
 
+def probe_backend(env: Mapping[str, str]) -> str | None:
+    """The backend an env's probe switches to (None: the script's own)."""
+    return json.loads(env[PROBE_ENV]).get("backend") if PROBE_ENV in env else None
+
+
+class RecentRuns:
+    """The latest few runs, by (env, script) with their verdicts (thread-safe: candidates run side by
+    side). The final classification of the result is the re-check's run when that ran on the
+    script's own backend (`Minimizer.final_verdict`), and the ladder reuses the result's runs."""
+
+    def __init__(self, kept: int = RECENT_RUNS_KEPT):
+        self.kept = kept
+        self._runs: dict[tuple[str, str], tuple[Classification, RunResult]] = {}
+        self._lock = threading.Lock()
+
+    def remember(self, env: dict[str, str] | None, script: str, classification: Classification, result: RunResult) -> None:
+        with self._lock:
+            self._runs.pop((env_key(env), script), None)
+            self._runs[(env_key(env), script)] = (classification, result)
+            while len(self._runs) > self.kept:
+                self._runs.pop(next(iter(self._runs)))
+
+    def get(self, env: dict[str, str] | None, script: str) -> tuple[Classification, RunResult] | None:
+        with self._lock:
+            return self._runs.get((env_key(env), script))
+
+    def of(self, script: str) -> dict[str | None, tuple[Classification, RunResult]]:
+        """The runs of `script`, by their probe (None: no probe, the script's own backend)."""
+        with self._lock:
+            return {json.loads(key).get(PROBE_ENV): run for (key, text), run in self._runs.items() if text == script}
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+
 def record_env(hoist_mode: str) -> dict[str, str]:
     """The eager run that records what each module was given, for a `minimize_hoist` mode."""
     return REPLAY_ENV if hoist_mode == "replay" else MODULES_ENV
@@ -171,9 +211,7 @@ class Minimizer:
         self.original_output = ""  # the original's run output: what a candidate's must still show (keeps_cause)
         self.compiler_off_checked = False  # candidates must run clean with the compiler off (needs_compiler_off_check)
         self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve)
-        # the latest few texts judged on the script's own backend, with their verdicts: the final
-        # classification of the result is the re-check's run, not one more (`final_verdict`)
-        self.own_backend_verdicts: dict[str, Classification] = {}
+        self.recent = RecentRuns()  # the latest runs: the result's final classification and the ladder read them
 
     def run_timeout(self) -> float:
         """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
@@ -185,7 +223,9 @@ class Minimizer:
         result = self.runner(RunSpec(script=script, env={**ALWAYS_ENV, **(env or {})}, timeout_s=self.run_timeout(),
                                      cache_dir=self.cache_dir, gpu=self.gpu))
         self.run_seconds[env_key(env)] = result.duration_s
-        return self.classifier.classify_text(output_text(result), context=script), result
+        classification = self.classifier.classify_text(output_text(result), context=script)
+        self.recent.remember(env, script, classification, result)
+        return classification, result
 
     def classify_original(self, script: str) -> tuple[Classification, RunResult]:
         """The original's run, classified; its output is kept for the candidates' keeps_cause check."""
@@ -200,18 +240,9 @@ class Minimizer:
         alone, and only while the compiler-off run guards every candidate."""
         run_env = self.backend_env if env is None else env
         classification, run = self.classify_run(script, run_env)
-        if not run_env:
-            self.remember_own_backend(script, classification)
         if not same_failure(target, classification, run.status, self.match(target)):
             return False
         return self.classifier.ruleset.categories[target.category].keeps_cause(self.original_output, output_text(run))
-
-    def remember_own_backend(self, script: str, classification: Classification) -> None:
-        verdicts = self.own_backend_verdicts
-        verdicts.pop(script, None)
-        verdicts[script] = classification
-        while len(verdicts) > OWN_BACKEND_VERDICTS_KEPT:
-            verdicts.pop(next(iter(verdicts)), None)
 
     def final_verdict(self, source: str, script: str, original: Classification) -> Classification:
         """The result classified on the script's own backend: the failure as reported. The
@@ -219,8 +250,8 @@ class Minimizer:
         own backend (that run was this run: the same text, the same backend); else one run."""
         if source == script:
             return original
-        known = self.own_backend_verdicts.get(source)
-        return known if known is not None else self.classify_run(source)[0]
+        known = self.recent.get({}, source)
+        return known[0] if known is not None else self.classify_run(source)[0]
 
     def match(self, original: Classification) -> str:
         """What "the same failure" compares for this category: its `minimize_same`, while the
@@ -420,7 +451,8 @@ class Minimizer:
             final = self.final_verdict(source, script, original)
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())
-            return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original))
+            return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original),
+                                  runs=self.recent.of(source), backend=probe_backend(self.backend_env))
         finally:
             if self.cache_dir != self.given_cache_dir:
                 remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it

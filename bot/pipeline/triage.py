@@ -24,7 +24,7 @@ from bot.core.classify import Classifier
 from bot.core.commands_table import load_command_help
 from bot.pipeline.comment import render_comment
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
-from bot.pipeline.minimize import Minimizer, NotReproducible
+from bot.pipeline.minimize import MinimizeResult, Minimizer, NotReproducible
 from bot.core import disposition as disposition_rules
 from bot.core import outcome
 from bot.core.disposition import Disposition
@@ -75,6 +75,7 @@ class TriageRun:
     budget: Budget
     reproduction: Reproduction | None = None
     minimized: MinimizedRepro | None = None
+    minimize_result: MinimizeResult | None = None  # its runs of the result (the ladder's), its candidates' backend
     suggestion: TestSuggestion | None = None
     regression: RegressionTest | None = None
     ladder: LadderReport | None = None
@@ -184,7 +185,7 @@ class Triage:
             result = minimizer.minimize(run.script, reproduced=deciding)
         except NotReproducible as exc:
             return f"skipped: {exc}"
-        stats, run.minimized = result.stats, result.record()
+        stats, run.minimized, run.minimize_result = result.stats, result.record(), result
         return f"{stats.lines_before} → {stats.lines_after} lines in {stats.runs} runs ({stats.stop_reason})"
 
     def suggest(self, run: TriageRun) -> str:
@@ -284,7 +285,8 @@ class Triage:
         if record is None or run.script is None:
             return None
         if run.minimized and run.minimized.signature_preserved:
-            return Target(run.minimized.source, "minimized", category, record)
+            return Target(run.minimized.source, "minimized", category, record,
+                          known=run.minimize_result.runs if run.minimize_result else {})
         return Target(run.script, "repro", category, record)
 
     def dispose(self, run: TriageRun) -> str:
@@ -306,7 +308,8 @@ class Triage:
         if not disposition.workarounds or run.script is None or record is None:
             return None
         return try_workarounds(disposition.workarounds, run.script, record.output_tail, self.runner,
-                               timeout_s=run.budget.run_timeout(self.options.run_timeout_s), gpu=self.test_device(run) == "cuda")
+                               timeout_s=run.budget.run_timeout(self.options.run_timeout_s), gpu=self.test_device(run) == "cuda",
+                               backend=run.minimize_result.backend if run.minimize_result else None)
 
     def regress(self, run: TriageRun) -> str:
         plan = self.classifier.ruleset.regression_plans.get(run.classification.category)

@@ -119,3 +119,13 @@ def test_the_cheaper_rungs_a_failure_may_show_on_are_those_whose_layer_can_fail_
     assert [r.id for r in ladder.cheaper_rungs(TABLE, "graph_break")] == ["eager"]
     assert [r.id for r in ladder.cheaper_rungs(TABLE, "aot_autograd_failure")] == ["aot_eager", "aot_eager_decomp_partition"]
     assert ladder.cheaper_rungs(TABLE, "triton_kernel_bug") == ()
+
+
+def test_a_rung_above_one_that_fails_the_same_way_need_not_run():
+    done = {r.rung: r for r in results(no_compiler=PASSES, eager=FAILS)}
+    assert [r.id for r in TABLE.rungs if ladder.owned_below(TABLE, done, r)] == [
+        "aot_eager", "aot_eager_decomp_partition", "inductor"]
+    failing_off = {r.rung: r for r in results(no_compiler=FAILS)}  # the code's own error: nothing else matters
+    assert all(ladder.owned_below(TABLE, failing_off, r) for r in TABLE.rungs[1:])
+    differently = {r.rung: r for r in results(no_compiler=PASSES, eager=FAILS_DIFFERENTLY)}
+    assert not any(ladder.owned_below(TABLE, differently, r) for r in TABLE.rungs)

@@ -13,10 +13,13 @@ from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.reduce.shape import shape_of
-from runners.sandbox import RunSpec, run
+from runners.sandbox import RunResult, RunSpec, run
 from tests import paths
 
 LARGE = paths.REPROS / "large"
+
+
+RESULT = RunResult(exit_code=1, signal=None, duration_s=1.0, peak_rss_bytes=None, stdout="", stderr="")
 
 
 def verdict(category="graph_break", signature="graph_break|Unsupported|x", exception_type=None, evidence=1):
@@ -159,13 +162,17 @@ def test_the_result_is_classified_by_its_re_check_when_that_ran_on_the_scripts_o
         raise AssertionError("ran again")
     minimizer = Minimizer(classifier, no_run)
     original, shrunk = verdict(), verdict(signature="graph_break|Unsupported|shrunk")
-    for text in ["a"] * 2 + [str(i) for i in range(10)] + ["b"]:
-        minimizer.remember_own_backend(text, shrunk)
-    assert len(minimizer.own_backend_verdicts) == 8 and "a" not in minimizer.own_backend_verdicts
+    eager = {PROBE_ENV: json.dumps({"backend": "eager"})}
+    for text in ["a"] * 2 + [str(i) for i in range(20)] + ["b"]:
+        minimizer.recent.remember({}, text, shrunk, RESULT)
+    minimizer.recent.remember(eager, "c", shrunk, RESULT)  # on backend="eager": not the script's own backend
+    assert len(minimizer.recent) == 16 and minimizer.recent.get({}, "a") is None
     assert minimizer.final_verdict("b", "script", original) is shrunk
     assert minimizer.final_verdict("script", "script", original) is original  # nothing went
-    with pytest.raises(AssertionError, match="ran again"):
-        minimizer.final_verdict("a", "script", original)
+    for gone_or_elsewhere in ("a", "c"):
+        with pytest.raises(AssertionError, match="ran again"):
+            minimizer.final_verdict(gone_or_elsewhere, "script", original)
+    assert minimizer.recent.of("c") == {eager[PROBE_ENV]: (shrunk, RESULT)}  # what the ladder may reuse
 
 
 EXPORT_DATA_DEPENDENT = """\

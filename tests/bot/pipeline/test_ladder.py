@@ -1,0 +1,105 @@
+"""The ladder's runs: which rungs run, which are reused from the minimizer, which are not needed.
+
+The runner here answers with the README example's real outputs (a graph break under fullgraph=True
+that backend="eager" already shows); the real runs are in test_triage.py's end-to-end tests."""
+from __future__ import annotations
+
+import json
+import threading
+
+from bot.core.classify import Classifier
+from bot.core.report import RunRecord
+from bot.core.graph_breaks import load_registry
+from bot.core.ruleset import load_ruleset
+from bot.pipeline.ladder import LadderRunner, Target, try_workarounds
+from bot.pipeline.reproduce import PROBE_ENV
+from runners.sandbox import RunResult
+
+CLASSIFIER = Classifier(load_ruleset(), load_registry())
+SCRIPT = """\
+import torch
+
+def gate(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+torch.compile(gate, fullgraph=True)(torch.randn(4))
+"""
+UNSUPPORTED = ("Data-dependent branching\n  Explanation: Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`). "
+               "Dynamo does not support tracing dynamic control flow.")
+GRAPH_BREAK = RunResult(
+    exit_code=1, signal=None, duration_s=1.0, peak_rss_bytes=None, stdout="",
+    stderr=('Traceback (most recent call last):\n  File "/sandbox/repro.py", line 8, in <module>\n'
+            '    torch.compile(gate, fullgraph=True)(torch.randn(4))\n'
+            f"torch._dynamo.exc.Unsupported: {UNSUPPORTED}\n"),
+    uncaught_exception={"type": "torch._dynamo.exc.Unsupported", "message": UNSUPPORTED})
+CLEAN = RunResult(exit_code=0, signal=None, duration_s=0.5, peak_rss_bytes=None, stdout="tensor([1.])\n", stderr="")
+
+
+class Runs:
+    """A runner that answers by probe: the compiler off and fullgraph=False run clean, every backend fails."""
+
+    def __init__(self):
+        self.probes: list[dict] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, spec):
+        probe = json.loads(spec.env.get(PROBE_ENV, "{}"))
+        with self.lock:
+            self.probes.append(probe)
+        return CLEAN if probe.get("compiler") == "off" or probe.get("fullgraph") is False else GRAPH_BREAK
+
+
+def target(known=None) -> Target:
+    classification = CLASSIFIER.classify_text(GRAPH_BREAK.stderr)
+    record = RunRecord("first run", {}, "failed", 1, None, 6.0, None, (), True, True, classification, GRAPH_BREAK.stderr,
+                       failed=True, exception=f"torch._dynamo.exc.Unsupported: {UNSUPPORTED}")
+    return Target(SCRIPT, "minimized", "graph_break", record, known=known or {})
+
+
+def outcomes(report) -> dict[str, str]:
+    return {r.rung: r.outcome for r in report.rungs}
+
+
+def test_the_rungs_above_the_first_that_fails_the_same_way_are_not_run():
+    runs = Runs()
+    report = LadderRunner(CLASSIFIER, runs, timeout_s=60, jobs=1, gpu=False).climb(target())
+    assert report.owner == "Dynamo" and report.cheapest_backend == "eager"
+    assert outcomes(report) == {"no_compiler": "passes", "eager": "fails", "aot_eager": "not_needed",
+                                "aot_eager_decomp_partition": "not_needed", "inductor": "not_needed",
+                                "no_fullgraph": "passes"}
+    assert runs.probes == [{"compiler": "off"}, {"backend": "eager"}, {"backend": "eager", "fullgraph": False}]
+
+
+def test_the_minimizers_runs_of_its_result_are_the_ladders_rungs_and_not_made_again():
+    """The minimizer ran its result with the compiler off and on its candidates' backend (eager), and
+    on the script's own backend (no probe: the inductor rung of a default-backend compile)."""
+    graph_break = CLASSIFIER.classify_text(GRAPH_BREAK.stderr)
+    known = {json.dumps({"compiler": "off"}): (CLASSIFIER.classify_text(""), CLEAN),
+             json.dumps({"backend": "eager"}): (graph_break, GRAPH_BREAK), None: (graph_break, GRAPH_BREAK)}
+    runs = Runs()
+    report = LadderRunner(CLASSIFIER, runs, timeout_s=60, jobs=2, gpu=False).climb(target(known))
+    assert outcomes(report)["eager"] == "fails" and outcomes(report)["inductor"] == "fails"
+    assert report.owner == "Dynamo" and runs.probes == [{"backend": "eager", "fullgraph": False}]  # only the switch ran
+
+
+def test_a_known_run_that_timed_out_is_run_again():
+    timed_out = RunResult(exit_code=None, signal=None, duration_s=5.0, peak_rss_bytes=None, stdout="", stderr="",
+                          limits_fired=("timeout",))
+    known = {json.dumps({"backend": "eager"}): (CLASSIFIER.classify_text(""), timed_out)}
+    runs = Runs()
+    LadderRunner(CLASSIFIER, runs, timeout_s=60, jobs=1, gpu=False).climb(target(known))
+    assert {"backend": "eager"} in runs.probes
+
+
+def test_a_workaround_runs_on_the_backend_that_showed_the_failure_and_says_so():
+    output = GRAPH_BREAK.stderr.replace("line 8", "line 4")
+    seen = []
+    found = try_workarounds(("torch_cond",), SCRIPT, output, lambda spec: seen.append(spec.env) or CLEAN,
+                            timeout_s=60, gpu=False, backend="eager")
+    assert found.verified and "torch.cond(" in found.source
+    assert json.loads(seen[0][PROBE_ENV]) == {"backend": "eager"}
+    assert found.verification == 'ran to completion with backend="eager", the cheapest backend that showed the failure'
+    mine = try_workarounds(("torch_cond",), SCRIPT, output, lambda spec: seen.append(spec.env) or CLEAN, timeout_s=60, gpu=False)
+    assert PROBE_ENV not in seen[-1] and mine.verification == "ran to completion"  # the script's own backend
