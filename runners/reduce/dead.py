@@ -12,6 +12,11 @@ also block a bigger edit: on the 93-line graph-break report, `b, t, d = x.shape`
 block made swapping the encoder for that block fail (its input was 2-D) for a round and 74 runs,
 until the statement pass came to it. An assignment whose value calls something (`out = model(x)`)
 is often the failing call itself, and stays for the statement pass.
+
+Statements that do nothing go too: a bare name or constant on its own line (`model`, `0`, what a
+deleted call left behind), a `pass` beside other statements, and an `__init__` that only calls
+`super().__init__()`. A budget-bound search otherwise ends with them (the recompile_limit case
+kept `model` alone on a line and an empty `__init__`), each worth a statement-pass run.
 """
 from __future__ import annotations
 
@@ -20,13 +25,13 @@ from typing import Iterator
 
 from runners.reduce.base import Edit
 
-KINDS_ALL = ("import", "definition", "attribute", "field", "assignment")
+KINDS_ALL = ("import", "definition", "attribute", "field", "assignment", "inert")
 
 
 def dead_code_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Everything unread at once; then unread imports and definitions; then unread attributes and
     fields; then unread assignments of values that call nothing."""
-    for kinds in (KINDS_ALL, ("import", "definition"), ("attribute", "field"), ("assignment",)):
+    for kinds in (KINDS_ALL, ("import", "definition"), ("attribute", "field"), ("assignment", "inert")):
         yield "dead", _delete_unread(kinds)
 
 
@@ -44,8 +49,47 @@ def _delete_unread(kinds: tuple[str, ...]) -> Edit:
         if "assignment" in kinds:
             while _drop_unread_assignments(tree, _reads(tree)[0]):  # `scale = d ** -0.5` read `d`
                 removed = True
+        if "inert" in kinds:
+            removed |= _drop_inert(tree)
         return removed
     return edit
+
+
+def _drop_inert(tree: ast.AST) -> bool:
+    """Statements that do nothing, in every block: a bare name or constant, a `pass` among other
+    statements, an `__init__(self)` that only calls `super().__init__()`."""
+    removed = False
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            kept = [s for s in block if not (_inert(s) or isinstance(node, ast.ClassDef) and _bare_init(s))]
+            kept = [s for s in kept if not isinstance(s, ast.Pass)] or kept[:1]
+            if len(kept) != len(block):
+                removed = True
+                block[:] = kept or [ast.Pass()]
+    return removed
+
+
+def _inert(statement: ast.stmt) -> bool:
+    """A bare name or constant as a statement (`...`, the placeholder body, stays)."""
+    if not isinstance(statement, ast.Expr):
+        return False
+    value = statement.value
+    return isinstance(value, ast.Name) or isinstance(value, ast.Constant) and value.value is not Ellipsis
+
+
+def _bare_init(statement: ast.stmt) -> bool:
+    """`def __init__(self): super().__init__()` (a docstring or `pass` beside it): what the class
+    inherits anyway."""
+    if not (isinstance(statement, ast.FunctionDef) and statement.name == "__init__" and not statement.decorator_list):
+        return False
+    arguments = statement.args
+    if len(arguments.args) != 1 or arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs:
+        return False
+    body = [s for s in statement.body if not (_inert(s) or isinstance(s, ast.Pass))]
+    return len(body) == 1 and ast.unparse(body[0]) == "super().__init__()"
 
 
 def _reads(tree: ast.AST) -> tuple[set[str], set[str]]:

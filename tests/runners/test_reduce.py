@@ -375,6 +375,37 @@ def test_unread_assignments_that_call_nothing_are_dead():
     ast.parse(cleaned)
 
 
+def test_statements_that_do_nothing_are_dead():
+    """What a budget-bound search left in the recompile_limit case: the model's name alone on a line
+    and an `__init__` that only calls `super().__init__()`. The placeholder `...` and an `__init__`
+    that does more stay."""
+    from runners.reduce.dead import without_dead_code
+
+    source = (
+        "import torch\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "    def forward(self, x):\n"
+        "        0\n"
+        "        return x\n"
+        "class Sized(torch.nn.Module):\n"
+        "    def __init__(self, n=2):\n"
+        "        super().__init__()\n"
+        "    def forward(self, x):\n"
+        "        ...\n"
+        "model = Net()\n"
+        "model\n"
+        "for step in range(3):\n"
+        "    pass\n"
+        "    torch.compile(model)(torch.ones(1))\n"
+        "Sized()\n")
+    cleaned = without_dead_code(source)
+    assert "__init__(self)" not in cleaned and "\nmodel\n" not in cleaned and "0\n" not in cleaned
+    assert "pass" not in cleaned and "def __init__(self, n=2)" in cleaned and "..." in cleaned
+    assert ast.parse(cleaned) and without_dead_code(cleaned) == cleaned
+
+
 def test_without_dead_code_is_the_all_at_once_candidate_as_text():
     from runners.reduce.dead import without_dead_code
 
