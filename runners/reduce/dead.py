@@ -30,7 +30,7 @@ KINDS_ALL = ("import", "definition", "attribute", "field", "assignment", "inert"
 
 def dead_code_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Everything unread at once; then unread imports and definitions; then unread attributes and
-    fields; then unread assignments of values that call nothing."""
+    fields; then unread assignments of values that call nothing, and statements that do nothing."""
     for kinds in (KINDS_ALL, ("import", "definition"), ("attribute", "field"), ("assignment", "inert")):
         yield "dead", _delete_unread(kinds)
 
@@ -59,17 +59,22 @@ def _drop_inert(tree: ast.AST) -> bool:
     """Statements that do nothing, in every block: a bare name or constant, a `pass` among other
     statements, an `__init__(self)` that only calls `super().__init__()`."""
     removed = False
+    for node, block in _blocks(tree):
+        kept = [s for s in block if not (_inert(s) or isinstance(node, ast.ClassDef) and _bare_init(s))]
+        kept = [s for s in kept if not isinstance(s, ast.Pass)] or kept[:1]
+        if len(kept) != len(block):
+            removed = True
+            block[:] = kept or [ast.Pass()]
+    return removed
+
+
+def _blocks(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
+    """(node, one of its statement lists) for every block in the tree: bodies, `else`s, `finally`s."""
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
-            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
-                continue
-            kept = [s for s in block if not (_inert(s) or isinstance(node, ast.ClassDef) and _bare_init(s))]
-            kept = [s for s in kept if not isinstance(s, ast.Pass)] or kept[:1]
-            if len(kept) != len(block):
-                removed = True
-                block[:] = kept or [ast.Pass()]
-    return removed
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield node, block
 
 
 def _inert(statement: ast.stmt) -> bool:
@@ -176,17 +181,13 @@ def _drop_unread_assignments(tree: ast.AST, read: set[str]) -> bool:
     """`a = value` and `a, b = value` in any block (class bodies aside: those are fields), where no
     target name is read anywhere and the value calls nothing."""
     removed = False
-    for node in ast.walk(tree):
+    for node, block in _blocks(tree):
         if isinstance(node, ast.ClassDef):
             continue
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
-                continue
-            kept = [s for s in block if not _unread_assignment(s, read)]
-            if len(kept) != len(block):
-                removed = True
-                block[:] = kept or [ast.Pass()]
+        kept = [s for s in block if not _unread_assignment(s, read)]
+        if len(kept) != len(block):
+            removed = True
+            block[:] = kept or [ast.Pass()]
     return removed
 
 
