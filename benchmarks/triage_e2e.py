@@ -64,7 +64,16 @@ def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float
             "test": (report["regression_test"] or {}).get("verification", "-"),
             "minimize_passes": {name: (runs, (report["minimized"].get("seconds_by_pass") or {}).get(name, 0.0))
                                 for name, runs in (report["minimized"].get("runs_by_pass") or {}).items()}
-            if report["minimized"] else {}}
+            if report["minimized"] else {},
+            "minimize_progress": (report["minimized"] or {}).get("progress") or []}
+
+
+def near_final(progress: list, wall_s: float, within: float = 0.1) -> str:
+    """When the search first came within `within` of its final size: how much of its time the last
+    few percent of the reduction took."""
+    final = progress[-1][2]
+    seconds, runs, _ = next(step for step in progress if step[2] <= final * (1 + within))
+    return f"within {within:.0%} of its final {final} tokens after {seconds:.0f} s and {runs} runs (of {wall_s:.0f} s)"
 
 
 def print_table(rows: list[dict]) -> None:
@@ -77,6 +86,8 @@ def print_table(rows: list[dict]) -> None:
         if row.get("minimize_passes"):  # where minimize's time went: runs and seconds per reducer pass
             print(" " * 32 + "minimize: " + ", ".join(f"{name} {runs} runs {seconds:.0f} s"
                                                       for name, (runs, seconds) in row["minimize_passes"].items() if runs))
+        if row.get("minimize_progress"):
+            print(" " * 32 + "minimize: " + near_final(row["minimize_progress"], row["stages"].get("minimize", 0.0)))
 
 
 def stage_seconds(row: dict, stage: str) -> float:

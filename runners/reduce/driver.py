@@ -63,7 +63,7 @@ class Reducer:
         self.keep_shape = keep_shape
         self.shape: Shape | None = None  # what the original is about (see shape.py), kept by every candidate
         self.stats = ReduceStats()
-        self.deadline = 0.0
+        self.deadline = self.started = 0.0
         self.history: list[str] = []  # accepted candidates, oldest first
         self.failed_edits: set[tuple[str, str]] = set()  # (top-level statement before, after) of edits that failed
         self.recall_failures = True  # off for the round that confirms a fixpoint
@@ -74,7 +74,7 @@ class Reducer:
         first of them that is smaller, keeps the shape and is interesting is where round one starts.
         `known_interesting`: the caller's own runs already showed `source` interesting, so it is not
         run again (for an AOTInductor package that run is a whole C++ build, 10-25 s of a 120 s budget)."""
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         self.deadline = started + self.budget_s
         self.stats = ReduceStats(lines_before=len(source.splitlines()), tokens_before=count_tokens(source))
         self.history, self.failed_edits, self.recall_failures = [], set(), True
@@ -221,6 +221,7 @@ class Reducer:
         self.stats.accepted += 1
         self.stats.passes[winner.pass_name] = self.stats.passes.get(winner.pass_name, 0) + 1
         self.history.append(winner.source)
+        self.stats.progress.append((round(time.monotonic() - self.started, 1), self.stats.runs, count_tokens(winner.source)))
         return ast.parse(winner.source), winner.source
 
     def _first_interesting(self, pending: Sequence["Candidate"]) -> "Candidate | None":

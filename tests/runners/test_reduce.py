@@ -47,6 +47,10 @@ def test_reduces_to_what_the_predicate_needs():
     # where the predicate calls went, per pass, adds up to the whole search (the final re-check aside)
     assert sum(result.stats.pass_runs.values()) == result.stats.runs - 2 and result.stats.pass_runs["statement"] > 0
     assert set(result.stats.pass_seconds) == set(result.stats.pass_runs)
+    # how the size fell: one step per accepted edit, none larger or earlier than the one before
+    steps = result.stats.progress
+    assert len(steps) == result.stats.accepted and steps[-1][2] == result.stats.tokens_after < steps[0][2]
+    assert all(a[2] >= b[2] and a[1] <= b[1] and a[0] <= b[0] for a, b in zip(steps, steps[1:]))
 
 
 def test_shrinks_tensor_shapes_and_loop_counts():
