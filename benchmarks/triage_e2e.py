@@ -72,7 +72,7 @@ def near_final(progress: list, wall_s: float, within: float = 0.1) -> str:
     """When the search first came within `within` of its final size: how much of its time the last
     few percent of the reduction took."""
     final = progress[-1][2]
-    seconds, runs, _ = next(step for step in progress if step[2] <= final * (1 + within))
+    seconds, runs = next(step[:2] for step in progress if step[2] <= final * (1 + within))
     return f"within {within:.0%} of its final {final} tokens after {seconds:.0f} s and {runs} runs (of {wall_s:.0f} s)"
 
 

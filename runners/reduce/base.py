@@ -35,9 +35,9 @@ class ReduceStats:
     passes: dict[str, int] = field(default_factory=dict)  # accepted edits per pass
     pass_runs: dict[str, int] = field(default_factory=dict)  # predicate calls per pass (where the runs go)
     pass_seconds: dict[str, float] = field(default_factory=dict)  # wall time per pass
-    # (seconds since the start, predicate calls, tokens) at each accepted step: how the size fell
-    # with time, i.e. where a budget's last seconds went
-    progress: list[tuple[float, int, int]] = field(default_factory=list)
+    # (seconds since the start, predicate calls, tokens, pass) at each accepted step: how the size
+    # fell with time and which pass made each step, i.e. where a budget's last seconds went
+    progress: list[tuple[float, int, int, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

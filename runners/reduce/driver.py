@@ -221,7 +221,8 @@ class Reducer:
         self.stats.accepted += 1
         self.stats.passes[winner.pass_name] = self.stats.passes.get(winner.pass_name, 0) + 1
         self.history.append(winner.source)
-        self.stats.progress.append((round(time.monotonic() - self.started, 1), self.stats.runs, count_tokens(winner.source)))
+        self.stats.progress.append((round(time.monotonic() - self.started, 1), self.stats.runs, count_tokens(winner.source),
+                                    winner.pass_name))
         return ast.parse(winner.source), winner.source
 
     def _first_interesting(self, pending: Sequence["Candidate"]) -> "Candidate | None":

@@ -51,6 +51,7 @@ def test_reduces_to_what_the_predicate_needs():
     steps = result.stats.progress
     assert len(steps) == result.stats.accepted and steps[-1][2] == result.stats.tokens_after < steps[0][2]
     assert all(a[2] >= b[2] and a[1] <= b[1] and a[0] <= b[0] for a, b in zip(steps, steps[1:]))
+    assert {step[3] for step in steps} == set(result.stats.passes)
 
 
 def test_shrinks_tensor_shapes_and_loop_counts():
