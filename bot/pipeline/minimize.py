@@ -104,7 +104,7 @@ class MinimizeResult:
             lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
             tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason,
             runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds),
-            progress=tuple(map(tuple, stats.progress)))
+            progress=tuple(stats.progress))
 
 
 # A call the compiler-off stance (torch.compiler.set_stance("force_eager")) turns off: torch.compile
