@@ -54,6 +54,19 @@ def test_every_run_starts_with_fresh_dynamo_state(worker):
 
 
 @pytest.mark.slow
+def test_a_runs_own_exit_callbacks_run_as_under_python_and_the_preloads_finalizers_do_not(worker):
+    script = ("import atexit, weakref\nimport torch\n"
+              "class Box: pass\nbox = Box()\n"
+              "weakref.finalize(box, print, 'own finalizer')\natexit.register(print, 'own atexit')\n"
+              "print(sum(1 for f in weakref.finalize._registry if f.atexit))\n")
+    warm, cold = worker.run(RunSpec(script=script)), run(RunSpec(script=script))
+    warm_count, *warm_exit = warm.stdout.splitlines()
+    cold_count, *cold_exit = cold.stdout.splitlines()
+    assert warm_exit == cold_exit == ["own atexit", "own finalizer"], warm.stderr + cold.stderr
+    assert warm_count == "1" and int(cold_count) > 1  # torch's own deregistrations are skipped warm
+
+
+@pytest.mark.slow
 def test_caches_live_in_the_runs_own_workdir(worker):
     script = "import os\nfrom torch._inductor.runtime.cache_dir_utils import cache_dir\nprint(cache_dir().startswith(os.getcwd()))"
     assert worker.run(RunSpec(script=script)).stdout == "True\n"
