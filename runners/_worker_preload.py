@@ -10,7 +10,7 @@ import platform
 import sys
 
 
-def preload(modules, seed=None):
+def preload(modules, seed=None, warm_imports=()):
     """Import what every run would import anyway; compile nothing, and never touch CUDA.
 
     Some imports ask `torch.cuda.is_available()` (torch._inductor.runtime.benchmarking does, at
@@ -38,11 +38,38 @@ def preload(modules, seed=None):
             plant_seed(seed)
             warm_machine_answers()
             remember_failed_compiles()
+            import_present(warm_imports)
         keep_preload_finalizers_from_exit()
     finally:
         del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
         if hidden is not None:
             sys.modules["torch"].cuda.is_available = hidden
+
+
+WARM_IMPORTS = "_warm_imports.txt"  # beside this file; written by scripts/list_warm_imports.py
+
+
+def read_warm_imports(directory):
+    """The module names in the warm-imports list, or none if it is missing."""
+    try:
+        with open(os.path.join(directory, WARM_IMPORTS), encoding="utf-8") as listing:
+            return tuple(line.strip() for line in listing if line.strip() and not line.startswith("#"))
+    except OSError:
+        return ()
+
+
+def import_present(names):
+    """Import each of `names` that this torch has: what runs would import lazily at their first
+    compile or export (see scripts/list_warm_imports.py). A name that fails to import is skipped,
+    leaving the run to import it itself, as a cold run would. Returns the names skipped."""
+    import importlib
+    skipped = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - another torch; the run imports what it needs itself
+            skipped.append(name)
+    return skipped
 
 
 def keep_preload_finalizers_from_exit():

@@ -58,7 +58,7 @@ import sys
 import time
 
 from _worker_isolation import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, build_view, enter_namespaces, libc, lock_down
-from _worker_preload import fork_hazards, preload, thread_names
+from _worker_preload import fork_hazards, preload, read_warm_imports, thread_names
 from _worker_reaper import alone, kill_group, kill_leftovers
 from _worker_target import become_target
 
@@ -223,7 +223,7 @@ def main():
             pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a stray Ctrl-C must not end the server
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    preload(modules, config.get("seed"))
+    preload(modules, config.get("seed"), read_warm_imports(os.path.dirname(os.path.abspath(__file__))))
     hazards = fork_hazards()
     send(ctrl, {"event": "ready" if not hazards else "unsafe", "problems": hazards,
                 "pid_namespace": os.getpid() == 1, "threads": thread_names(), "mode": config["mode"]})

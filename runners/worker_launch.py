@@ -16,9 +16,10 @@ from pathlib import Path
 from . import inductor_seed, sandbox, seccomp
 
 SERVER = Path(__file__).with_name("_worker_server.py")
-# Everything the server imports of ours, shown read-only beside it (its imports are plain `import _x`).
+# Everything the server imports or reads of ours, shown read-only beside it (its imports are plain
+# `import _x`; _warm_imports.txt lists the modules its preload imports after torch).
 SERVER_FILES = ("_worker_server.py", "_worker_preload.py", "_worker_isolation.py", "_worker_target.py",
-                "_worker_reaper.py", "_bootstrap.py", "_torch_probe.py")
+                "_worker_reaper.py", "_bootstrap.py", "_torch_probe.py", "_warm_imports.txt")
 INSIDE_RUNS = "/pt2w/runs"
 INSIDE_CACHES = "/pt2w/caches"
 SERVER_TMP_BYTES = 64 << 20

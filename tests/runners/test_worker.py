@@ -8,9 +8,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import runners
+from runners._worker_preload import read_warm_imports
 from runners.sandbox import RunSpec, run
 from runners.worker import WarmWorker, warm_safe_env
 
@@ -64,6 +67,14 @@ def test_a_runs_own_exit_callbacks_run_as_under_python_and_the_preloads_finalize
     cold_count, *cold_exit = cold.stdout.splitlines()
     assert warm_exit == cold_exit == ["own atexit", "own finalizer"], warm.stderr + cold.stderr
     assert warm_count == "1" and int(cold_count) > 1  # torch's own deregistrations are skipped warm
+
+
+@pytest.mark.slow
+def test_a_warm_run_starts_with_what_torch_imports_lazily_already_imported(worker):
+    listed = read_warm_imports(Path(runners.__file__).parent)
+    script = f"import sys\nprint(sorted(set({list(listed)!r}) - set(sys.modules)))\n"
+    assert len(listed) > 50
+    assert worker.run(RunSpec(script=script)).stdout == "[]\n"  # every name this torch has
 
 
 @pytest.mark.slow

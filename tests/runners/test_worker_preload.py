@@ -1,7 +1,9 @@
-"""A C++ build that failed once in a job fails again at once, with the compiler's own output."""
+"""The warm server's preload: a C++ build that failed once in a job fails again at once, with the
+compiler's own output; the modules torch imports lazily are imported once, where this torch has them."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -58,3 +60,14 @@ def test_runs_of_another_shape_pass_through(remembering, tmp_path):
             remembering.run(cmd, capture_output=True, text=True, check=True)
     assert runs(tmp_path) == 2
     assert remembering.PIPE is subprocess.PIPE  # everything else is the real module
+
+
+def test_the_warm_imports_list_skips_comments_and_a_missing_list_is_empty(tmp_path):
+    (tmp_path / preload.WARM_IMPORTS).write_text("# written by a script\njson\n\nshlex\n")
+    assert preload.read_warm_imports(tmp_path) == ("json", "shlex")
+    assert preload.read_warm_imports(tmp_path / "elsewhere") == ()
+
+
+def test_a_module_this_interpreter_lacks_is_skipped_and_the_rest_imported():
+    assert preload.import_present(["colorsys", "no_such_module_anywhere", "wave"]) == ["no_such_module_anywhere"]
+    assert {"colorsys", "wave"} <= set(sys.modules)
