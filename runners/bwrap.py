@@ -268,12 +268,13 @@ def require_bubblewrap() -> Bubblewrap:
 def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, str]], chdir: str, seccomp_fd: int,
                   tmp_bytes: int, strict: bool = True, gpu: bool = False, share_net: bool = False,
                   runner_files: tuple[str, ...] = ("_launcher.py", "_bootstrap.py", "_torch_probe.py"), scratch: tuple[str, ...] = (),
-                  cgroup_procs: str | None = None, read_only: tuple[str, ...] = (),
+                  scratch_bytes: int = 1 << 20, cgroup_procs: str | None = None, read_only: tuple[str, ...] = (),
                   die_with_parent: bool = True, env: Mapping[str, str] | None = None) -> tuple[list[str], dict]:
     """bwrap argv (and Popen kwargs) running `inner` in a sandbox: the system read-only, the
     interpreter's directories read-only, our `runner_files` under /.pt2, `writable` (host path,
-    inside path) read-write, / and /dev read-only, `scratch` small private tmpfs (the warm server's:
-    torch makes its cache directory at import, and its children mount each run there).
+    inside path) read-write, / and /dev read-only, `scratch` private tmpfs of `scratch_bytes` each
+    (the warm server's: torch makes its cache directory at import, its preload copies the ISA
+    probes there, and its children mount each run there).
     `strict`: no further user namespaces (cold runs)."""
     found = require_bubblewrap()
     head = [*_bwrap_base(die_with_parent), *_system_binds()]
@@ -296,7 +297,7 @@ def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, st
             binds.add("--ro-bind", path, os.path.realpath(path))
     for source, dest in writable:
         binds.add("--bind", source, dest)
-    tail = [arg for path in scratch for arg in ("--size", str(1 << 20), "--tmpfs", path)]
+    tail = [arg for path in scratch for arg in ("--size", str(scratch_bytes), "--tmpfs", path)]
     # / (bubblewrap's tmpfs) and /dev stay read-only: neither is size-capped, and both are RAM
     tail += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", chdir, "--seccomp", str(seccomp_fd)]
     if strict:

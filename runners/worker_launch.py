@@ -23,6 +23,7 @@ SERVER_FILES = ("_worker_server.py", "_worker_preload.py", "_worker_isolation.py
 INSIDE_RUNS = "/pt2w/runs"
 INSIDE_CACHES = "/pt2w/caches"
 SERVER_TMP_BYTES = 64 << 20
+SERVER_SCRATCH_BYTES = 1 << 20  # the server's own workdir and cache, besides the ISA probes it copies in
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,14 @@ class ServerLaunch:
     cwd: str
     network: tuple[bool, str]
     sandbox: str
+
+
+def scratch_bytes(seed: Path | None) -> int:
+    """Room for the server's scratch cache: its own needs plus twice the ISA probes its preload
+    copies there. A fixed 1 MiB held this machine's 176 KiB of probes, but an H200 host's did not
+    fit ("No space left on device"), and every run there went cold."""
+    probes = sum(path.stat().st_size for path in seed.rglob("*") if path.is_file()) if seed else 0
+    return SERVER_SCRATCH_BYTES + 2 * probes
 
 
 def server_launch(*, python: str, preload: tuple[str, ...], ctrl_fd: int, home: Path, runs: Path, caches: Path,
@@ -67,7 +76,8 @@ def server_launch(*, python: str, preload: tuple[str, ...], ctrl_fd: int, home: 
         inner, python=python, writable=[(str(runs), INSIDE_RUNS), (str(caches), INSIDE_CACHES)],
         chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
         share_net=not isolate_network, runner_files=SERVER_FILES,
-        scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), die_with_parent=False, env=env,
+        scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), scratch_bytes=scratch_bytes(seed),
+        die_with_parent=False, env=env,
         read_only=tuple(seeds.values()))
     network = (True, "bubblewrap, and a network namespace of its own per run: no network, not even loopback") \
         if isolate_network else (False, "the host's network (isolate_network=False)")

@@ -249,6 +249,21 @@ def test_an_interpreter_under_the_hosts_tmp_still_imports_in_warm_runs(tmp_path)
     assert result.warm and result.stdout == "42\n", result.stderr
 
 
+@pytest.mark.slow
+def test_a_server_starts_warm_when_the_isa_probes_it_copies_are_larger_than_its_base_scratch(tmp_path, monkeypatch):
+    """An H200 host's probes did not fit the server's fixed 1 MiB cache, and every run went cold."""
+    from runners import inductor_seed
+
+    (tmp_path / "zz").mkdir()
+    (tmp_path / "zz" / "large_probe.so").write_bytes(b"\0" * (3 << 20))
+    for path in (tmp_path, tmp_path / "zz"):
+        path.chmod(0o755)  # as the store is: readable by the sandbox's uid
+    monkeypatch.setattr(inductor_seed, "seed_dir", lambda python: tmp_path)
+    with WarmWorker() as warm:
+        result = warm.run(RunSpec(script="print('warm')\n"))
+    assert result.warm and result.stdout == "warm\n", result.stderr
+
+
 def test_a_kept_warm_workdir_outlives_the_worker(tmp_path):
     with WarmWorker(preload=()) as warm:
         result = warm.run(RunSpec(script="open('left.txt', 'w').write('x')", keep_workdir=True))
