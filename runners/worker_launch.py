@@ -16,10 +16,12 @@ from pathlib import Path
 from . import inductor_seed, sandbox, seccomp
 
 SERVER = Path(__file__).with_name("_worker_server.py")
-# Everything the server imports or reads of ours, shown read-only beside it (its imports are plain
-# `import _x`; _warm_imports.txt lists the modules its preload imports after torch).
+# Everything the server imports of ours, shown read-only beside it (its imports are plain `import _x`).
 SERVER_FILES = ("_worker_server.py", "_worker_preload.py", "_worker_isolation.py", "_worker_target.py",
-                "_worker_reaper.py", "_bootstrap.py", "_torch_probe.py", "_warm_imports.txt")
+                "_worker_reaper.py", "_bootstrap.py", "_torch_probe.py")
+# Read by its preload when present (the modules to import after torch): without it the server starts
+# all the same, and runs import those modules themselves.
+OPTIONAL_SERVER_FILES = ("_warm_imports.txt",)
 INSIDE_RUNS = "/pt2w/runs"
 INSIDE_CACHES = "/pt2w/caches"
 SERVER_TMP_BYTES = 64 << 20
@@ -37,6 +39,11 @@ class ServerLaunch:
     cwd: str
     network: tuple[bool, str]
     sandbox: str
+
+
+def present(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of our files beside the server that exist (bubblewrap refuses to bind a missing one)."""
+    return tuple(name for name in names if SERVER.with_name(name).is_file())
 
 
 def scratch_bytes(seed: Path | None) -> int:
@@ -75,7 +82,7 @@ def server_launch(*, python: str, preload: tuple[str, ...], ctrl_fd: int, home: 
     argv, kwargs = sandbox.bwrap_command(
         inner, python=python, writable=[(str(runs), INSIDE_RUNS), (str(caches), INSIDE_CACHES)],
         chdir="/", seccomp_fd=seccomp_fd, tmp_bytes=SERVER_TMP_BYTES, strict=False,
-        share_net=not isolate_network, runner_files=SERVER_FILES,
+        share_net=not isolate_network, runner_files=SERVER_FILES + present(OPTIONAL_SERVER_FILES),
         scratch=(sandbox.INSIDE_WORKDIR, sandbox.INSIDE_CACHE), scratch_bytes=scratch_bytes(seed),
         die_with_parent=False, env=env,
         read_only=tuple(seeds.values()))

@@ -264,6 +264,16 @@ def test_a_server_starts_warm_when_the_isa_probes_it_copies_are_larger_than_its_
     assert result.warm and result.stdout == "warm\n", result.stderr
 
 
+@pytest.mark.slow
+def test_without_the_warm_imports_list_the_server_starts_and_runs_import_for_themselves(monkeypatch):
+    from runners import worker_launch
+
+    monkeypatch.setattr(worker_launch, "OPTIONAL_SERVER_FILES", ("_no_such_list.txt",))
+    with WarmWorker() as warm:
+        result = warm.run(RunSpec(script="import sys\nprint('torch.export._trace' in sys.modules)\n"))
+    assert result.warm and result.stdout == "False\n", result.stderr
+
+
 def test_a_kept_warm_workdir_outlives_the_worker(tmp_path):
     with WarmWorker(preload=()) as warm:
         result = warm.run(RunSpec(script="open('left.txt', 'w').write('x')", keep_workdir=True))
