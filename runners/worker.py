@@ -40,8 +40,8 @@ threads. For parallel runs use several workers (runners/pool.py).
 Known differences from a cold run: warnings torch prints while it is imported (e.g. "Failed to
 initialize NumPy") were printed by the server, not the run; the modules torch imports lazily at a
 first compile or export (`_warm_imports.txt`, scripts/list_warm_imports.py) are in `sys.modules`
-before the script starts, and torch's own exit-time finalizers are skipped; the CPU-time limit does not count
-the import; limits are rlimits (a cgroup v2 applies to cold runs only).
+before the script starts, and torch's own exit-time finalizers are skipped; the CPU-time limit
+does not count the import; limits are rlimits (a cgroup v2 applies to cold runs only).
 """
 from __future__ import annotations
 
