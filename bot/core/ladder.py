@@ -161,10 +161,11 @@ def switchable(table: LadderTable, script: str) -> bool:
     return bool(re.search(table.requires_code, code_names(script))) and not CUSTOM_BACKEND.search(script)
 
 
-def cheaper_rungs(table: LadderTable, category: str) -> tuple[Rung, ...]:
+def cheaper_rungs(table: LadderTable, category: str | None) -> tuple[Rung, ...]:
     """The rungs between the compiler off and the last (Inductor) whose layer can fail this way:
-    the cheaper backends a failure of `category` may already show on, cheapest first."""
-    return tuple(r for r in table.rungs[1:-1] if category in table.layers[r.layer].categories)
+    the cheaper backends a failure of `category` may already show on, cheapest first (all of them
+    for None: a failure not yet known)."""
+    return tuple(r for r in table.rungs[1:-1] if category is None or category in table.layers[r.layer].categories)
 
 
 def code_names(script: str) -> str:

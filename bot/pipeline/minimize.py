@@ -73,6 +73,11 @@ class NotReproducible(Exception):
     """The original script does not fail with a PT2 error here, so there is nothing to preserve."""
 
 
+class Cancelled(Exception):
+    """The caller cancelled the minimize (one begun before the reproduction's verdict, which did not
+    confirm the failure it presumed: bot/pipeline/speculate.py)."""
+
+
 @dataclass(frozen=True)
 class MinimizeResult:
     source: str
@@ -196,8 +201,19 @@ def same_failure(target: Classification, candidate: Classification, run_status: 
 class Minimizer:
     def __init__(self, classifier: Classifier, runner: Runner, *, budget_s: float = 600, timeout_s: float = 120,
                  parallelism: int = 1, gpu: bool = False, stop_when_eager_shares: bool = False,
-                 cache_dir: str | None = None):
+                 cache_dir: str | None = None, presume: bool = False):
         self.gpu = gpu  # candidates see the GPU (a CUDA repro)
+        # Begun before the reproduction's verdict (bot/pipeline/speculate.py): the failure to keep is
+        # presumed from the cheapest backend that shows one (presumed_failure), and the caller adopts
+        # the result only when the reproduction's run failed that same way.
+        self.presume = presume
+        self.cancelled = threading.Event()  # cancel(): no run starts after it, and the search ends
+        self.target_known = threading.Event()  # set once the failure to keep is known (or none is)
+        self.target: Classification | None = None
+        self._lock = threading.Lock()  # the reserve's tail (know_full_run) against the reducer's start
+        self.full_run_s: float | None = None  # the script's own run's seconds, once the caller knows them
+        self.reducer: Reducer | None = None
+        self.check_compiler_off = False
         # the triage's choice: a failure eager shares is the code's own, with nothing of the compiler's to shrink
         self.stop_when_eager_shares = stop_when_eager_shares
         self.classifier = classifier
@@ -220,7 +236,21 @@ class Minimizer:
             return self.timeout_s
         return max(CONFIRM_GRACE_S, min(self.timeout_s, self.deadline - time.monotonic()))
 
+    def cancel(self) -> None:
+        """Stop: the search ends as at its budget's end, and no run starts after this (Cancelled)."""
+        self.cancelled.set()
+
+    def know_full_run(self, seconds: float) -> None:
+        """The script's run on its own backend took `seconds` (the reproduction's, which a presumed
+        minimize began without): the reserve for the result's final classification follows it."""
+        with self._lock:
+            self.full_run_s = seconds
+            if self.reducer is not None and self.backend_env:
+                self.reducer.reserve = self.reserve(seconds, self.check_compiler_off)
+
     def classify_run(self, script: str, env: dict[str, str] | None = None) -> tuple[Classification, RunResult]:
+        if self.cancelled.is_set():
+            raise Cancelled("the minimize was cancelled")
         result = self.runner(RunSpec(script=script, env={**ALWAYS_ENV, **(env or {})}, timeout_s=self.run_timeout(),
                                      cache_dir=self.cache_dir, gpu=self.gpu))
         self.run_seconds[env_key(env)] = result.duration_s
@@ -274,14 +304,32 @@ class Minimizer:
     def cheaper_rung_runs(self, category: str, script: str) -> list[tuple[dict[str, str], Classification, RunResult]]:
         """The script run on each backend cheaper than Inductor that can show `category` (in
         parallel), cheapest first; none when the script names its backend."""
-        ladder = self.classifier.ruleset.ladder
-        if not ladder_rules.switchable(ladder, script):
+        if not ladder_rules.switchable(self.classifier.ruleset.ladder, script):
             return []
-        envs = [{PROBE_ENV: json.dumps(dict(rung.probe), sort_keys=True)}
-                for rung in ladder_rules.cheaper_rungs(ladder, category)]
+        envs = self.rung_envs(category)
         with ThreadPoolExecutor(max(1, self.parallelism)) as pool:
             runs = list(pool.map(lambda env: self.classify_run(script, env), envs))
         return [(env, classification, run) for env, (classification, run) in zip(envs, runs)]
+
+    def rung_envs(self, category: str | None) -> list[dict[str, str]]:
+        """The probes of the backends cheaper than Inductor that can show `category` (any, for None),
+        cheapest first."""
+        return [{PROBE_ENV: json.dumps(dict(rung.probe), sort_keys=True)}
+                for rung in ladder_rules.cheaper_rungs(self.classifier.ruleset.ladder, category)]
+
+    def presumed_failure(self, script: str) -> tuple[Classification, RunResult, dict] | None:
+        """The failure of the cheapest backend that shows one of the categories it can show, tried
+        one at a time, cheapest first: what the reproduction's Inductor run most likely shows too
+        (original_failure picks that same rung when it does). None when no cheaper backend fails
+        that way, or the script names its backend."""
+        if not ladder_rules.switchable(self.classifier.ruleset.ladder, script):
+            return None
+        for env in self.rung_envs(None):
+            classification, run = self.classify_run(script, env)
+            if reproduces(classification, run.status) and env in self.rung_envs(classification.category):
+                self.original_output = output_text(run)
+                return classification, run, env
+        return None
 
     def original_failure(self, script: str, reproduced: RunRecord | None) -> tuple[Classification, RunResult, dict | None]:
         """(the failure to keep, the run that shows it, the candidates' backend env or None when
@@ -295,6 +343,8 @@ class Minimizer:
                 if same_failure(target, classification, run.status):
                     self.original_output = output_text(run)
                     return target, run, env
+        elif self.presume and (presumed := self.presumed_failure(script)) is not None:
+            return presumed
         original, result = self.classify_original(script)
         if not reproduces(original, result.status):
             raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
@@ -430,9 +480,13 @@ class Minimizer:
         self.compiler_off_checked = False
         try:
             started = time.monotonic()
-            original, result, backend_env, off_run = self.first_runs(script, reproduced)
+            try:
+                original, result, backend_env, off_run = self.first_runs(script, reproduced)
+                self.target = original
+            finally:
+                self.target_known.set()
             log.info("minimizing a %s failure: %s", original.category, original.signature)
-            check_compiler_off = self.needs_compiler_off_check(original, script, result, off_run)
+            check_compiler_off = self.check_compiler_off = self.needs_compiler_off_check(original, script, result, off_run)
             self.deadline = started + self.budget_s
             self.backend_env, leaps = self.backend_and_leaps(original, script, backend_env)
 
@@ -444,9 +498,14 @@ class Minimizer:
             replacements = self.replacements_for(original, script)
             # What is left of the budget after the runs above, less a reserve for the runs after it.
             full_s = reproduced.duration_s if backend_env is not None and reproduced is not None else result.duration_s
-            reduced = Reducer(interesting, budget_s=max(0.0, self.deadline - time.monotonic()), parallelism=self.parallelism,
-                              replacements=replacements, reserve=self.reserve(full_s, check_compiler_off),
-                              ).reduce(script, leaps=leaps, known_interesting=True)
+            with self._lock:
+                reducer = self.reducer = Reducer(
+                    interesting, budget_s=max(0.0, self.deadline - time.monotonic()), parallelism=self.parallelism,
+                    replacements=replacements, reserve=self.reserve(self.full_run_s or full_s, check_compiler_off),
+                    stop=self.cancelled.is_set)
+            reduced = reducer.reduce(script, leaps=leaps, known_interesting=True)
+            if self.cancelled.is_set():
+                raise Cancelled("the minimize was cancelled")
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
             source = self.tidied(reduced.source, interesting) if reduced.source != script else script
             final = self.final_verdict(source, script, original)

@@ -25,6 +25,7 @@ from bot.core.commands_table import load_command_help
 from bot.pipeline.comment import render_comment
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.pipeline.minimize import MinimizeResult, Minimizer, NotReproducible
+from bot.pipeline.speculate import Speculation
 from bot.core import disposition as disposition_rules
 from bot.core import outcome
 from bot.core.disposition import Disposition
@@ -62,6 +63,9 @@ class TriageOptions:
     minify_graph: bool = True
     graph_repro_min_lines: int = 20  # torch's FX-graph minifier only for a source repro still this long
     jobs: int = 2
+    # minimize on warm workers beside the reproduction's cold run, kept when the reproduction shows
+    # the failure it presumed (bot/pipeline/speculate.py)
+    minimize_beside_reproduction: bool = True
 
 
 @dataclass
@@ -85,6 +89,7 @@ class TriageRun:
     reproducer: Reproducer | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     cache_dir: str | None = None  # shared by minimize, ladder and test: one repro's kernels (not the reproduction's)
+    speculation: Speculation | None = None  # the minimize begun beside the reproduction, until adopted or cancelled
 
 
 def read_input(path: Path) -> tuple[str, str | None]:
@@ -115,6 +120,8 @@ class Triage:
         try:
             self.run_stages(run, request, issue_text)
         finally:
+            if run.speculation is not None:
+                run.speculation.cancel()  # its runs write in the cache
             remove_tree(run.cache_dir)  # iterative, never through a link: the runs wrote in it
         return self.report(run)
 
@@ -145,6 +152,7 @@ class Triage:
                                    device=self.options.device, minify_graph=self.options.minify_graph)
         reproducer = run.reproducer = Reproducer(self.classifier, self.runner, self.machine, options, self.options.out_dir)
         issue_text = run.request.text or None
+        run.speculation = self.minimize_beside(run)
         run.reproduction = reproducer.reproduce(run.script, issue_text)
         run.classification = reproducer.final_classification(issue_text, run.reproduction)
         run.script = reproducer.script_used or run.script  # with an obvious missing import added, if it needed one
@@ -166,7 +174,32 @@ class Triage:
             self.mark_not_reproduced(run, reason)
             run.classification = text
 
+    def minimizer(self, run: TriageRun, runner: Runner, budget_s: float, presume: bool = False) -> Minimizer:
+        return Minimizer(self.classifier, runner, budget_s=budget_s, timeout_s=min(self.options.run_timeout_s, 120),
+                         parallelism=self.options.jobs, gpu=self.test_device(run) == "cuda", stop_when_eager_shares=True,
+                         cache_dir=run.cache_dir, presume=presume)
+
+    def minimize_beside(self, run: TriageRun) -> Speculation | None:
+        """The minimize, begun now beside the reproduction, where the minimize stage would run one on
+        warm workers (CPU): the reproduction's cold run leaves a core idle (bot/pipeline/speculate.py)."""
+        if not (self.options.minimize_beside_reproduction and self.options.jobs and hasattr(self.runner, "prewarm")
+                and self.test_device(run) == "cpu" and code_lines(run.script) > self.options.minimize_above_lines):
+            return None
+        budget_s = run.budget.minimize_budget(self.options.minimize_budget_s)
+        if not budget_s:
+            return None
+        return Speculation.start(lambda gated: self.minimizer(run, gated, budget_s, presume=True), self.runner,
+                                 run.script, self.options.jobs)
+
     def minimize(self, run: TriageRun) -> str:
+        speculation, run.speculation = run.speculation, None
+        try:
+            return self.minimize_reproduced(run, speculation)
+        finally:
+            if speculation is not None:
+                speculation.cancel()  # (nothing to stop once adopted)
+
+    def minimize_reproduced(self, run: TriageRun, speculation: Speculation | None) -> str:
         if not (run.reproduction and run.reproduction.reproduced and run.script):
             return "skipped: nothing reproduced to minimize"
         deciding = next((r for r in run.reproduction.runs if record_reproduces(r)), None)
@@ -175,18 +208,18 @@ class Triage:
         if code_lines(run.script) <= self.options.minimize_above_lines:
             return (f"skipped: the repro is {code_lines(run.script)} code lines already, what a maintainer would write "
                     f"(at most {self.options.minimize_above_lines}; `pt2-triage minimize` shrinks it anyway)")
-        budget_s = run.budget.minimize_budget(self.options.minimize_budget_s)
-        if not budget_s:
-            return run.budget.spent_note()
-        minimizer = Minimizer(self.classifier, self.runner, budget_s=budget_s,
-                              timeout_s=min(self.options.run_timeout_s, 120), parallelism=self.options.jobs,
-                              gpu=self.test_device(run) == "cuda", stop_when_eager_shares=True, cache_dir=run.cache_dir)
         try:
-            result = minimizer.minimize(run.script, reproduced=deciding)
+            result = speculation.adopt(run.script, deciding) if speculation is not None else None
+            begun = "; begun beside the reproduction" if result is not None else ""
+            if result is None:
+                budget_s = run.budget.minimize_budget(self.options.minimize_budget_s)
+                if not budget_s:
+                    return run.budget.spent_note()
+                result = self.minimizer(run, self.runner, budget_s).minimize(run.script, reproduced=deciding)
         except NotReproducible as exc:
             return f"skipped: {exc}"
         stats, run.minimized, run.minimize_result = result.stats, result.record(), result
-        return f"{stats.lines_before} → {stats.lines_after} lines in {stats.runs} runs ({stats.stop_reason})"
+        return f"{stats.lines_before} → {stats.lines_after} lines in {stats.runs} runs ({stats.stop_reason}){begun}"
 
     def suggest(self, run: TriageRun) -> str:
         category = self.classifier.ruleset.categories[run.classification.category]

@@ -46,8 +46,9 @@ PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
 class Reducer:
     def __init__(self, is_interesting: Predicate, *, budget_s: float = 300, max_runs: int = 10_000,
                  parallelism: int = 1, batch: int | None = None, replacements: Sequence[str] = (),
-                 keep_shape: bool = True, reserve: Reserve = Reserve()):
+                 keep_shape: bool = True, reserve: Reserve = Reserve(), stop: Callable[[], bool] = lambda: False):
         self.is_interesting = is_interesting
+        self.stop = stop  # the caller's word that the search is no longer wanted: it ends as at its budget's end
         # The search stops this long before the budget's end (Reserve): a candidate's run is as long
         # as the re-checks after the search will be, and candidates get faster as the program shrinks
         # and the caches fill, so the estimate follows them instead of the original's cold run.
@@ -112,6 +113,8 @@ class Reducer:
                 if not progressed and self.stats.failures_recalled == recalled:
                     break
                 self.recall_failures = progressed  # no progress with edits skipped: retry them all once
+        if self.stop():  # the caller no longer wants a result: none is confirmed
+            return self._finish(best, started, reason)
         return self._finish(self._confirm(best, source), started, reason)
 
     def _timed_leap(self, leaps: Sequence[str], tree: ast.AST, best: str) -> tuple[ast.AST, str]:
@@ -271,9 +274,11 @@ class Reducer:
 
     def _out_of_budget(self) -> bool:
         search_end = self.deadline - self.reserve.seconds(tuple(self.recent_interesting_s))
-        return time.monotonic() > search_end or self.stats.runs >= self.max_runs
+        return time.monotonic() > search_end or self.stats.runs >= self.max_runs or self.stop()
 
     def _budget_reason(self) -> str:
+        if self.stop():
+            return "stopped: the caller no longer wanted the search"
         return "budget: max runs reached" if self.stats.runs >= self.max_runs else "budget: time ran out"
 
     def _finish(self, source: str, started: float, reason: str) -> ReduceResult:

@@ -6,6 +6,7 @@ import contextlib
 import io
 import itertools
 import random
+import threading
 import time
 import warnings
 
@@ -225,6 +226,21 @@ def test_a_check_is_estimated_by_the_latest_interesting_candidate_once_there_is_
     assert result.stats.stop_reason.startswith("fixpoint") and result.stats.wall_s > 1.0
     assert reducer.recent_interesting_s and max(reducer.recent_interesting_s) < 1.0
     assert reserve.seconds() == 11.0 and reserve.seconds((0.9, 0.5, 0.7)) == 1.5
+
+
+def test_a_search_the_caller_stops_ends_at_once_without_re_checking_its_result():
+    """`stop` (a minimize cancelled because the reproduction showed another failure): no candidate
+    runs after it, and the unwanted result is not re-checked."""
+    calls, stopped = [], threading.Event()
+
+    def interesting(source: str) -> bool:
+        calls.append(source)
+        if len(calls) == 4:
+            stopped.set()
+        return "special_thing" in source
+    result = Reducer(interesting, stop=stopped.is_set).reduce(PROGRAM, known_interesting=True)
+    assert result.stats.stop_reason == "stopped: the caller no longer wanted the search"
+    assert len(calls) == 4 and result.stats.runs == 4
 
 
 def test_max_runs_budget():
