@@ -463,12 +463,13 @@ class Minimizer:
         return DETERMINISTIC_REPLACEMENTS if differential and differential.probe.get("compare") else TENSOR_REPLACEMENTS
 
     @staticmethod
-    def tidied(source: str, interesting: Callable[[str], bool]) -> str:
+    def tidied(source: str, interesting: Callable[[str], bool], keeps_shape: Callable[[str], bool] = lambda _: True) -> str:
         """The reducer's result laid out, with what nothing reads deleted (a budget that ran out
-        mid-round leaves unread imports and fields behind); each tidying must keep the failure,
-        else the proven text stays."""
+        mid-round leaves unread imports and fields behind); each tidying must keep the failure and
+        what the search kept (deleting `b, t, d = x.shape` can leave a `forward` that ignores its
+        input, which no candidate was allowed to), else the proven text stays."""
         for candidate in dict.fromkeys((tidy(without_dead_code(source)), tidy(source))):
-            if candidate == source or interesting(candidate):
+            if candidate == source or (keeps_shape(candidate) and interesting(candidate)):
                 return candidate
         return source
 
@@ -507,7 +508,7 @@ class Minimizer:
             if self.cancelled.is_set():
                 raise Cancelled("the minimize was cancelled")
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
-            source = self.tidied(reduced.source, interesting) if reduced.source != script else script
+            source = self.tidied(reduced.source, interesting, reducer.keeps_shape) if reduced.source != script else script
             final = self.final_verdict(source, script, original)
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())

@@ -211,6 +211,16 @@ class Reducer:
                     changed = restart = True
         return tree, best, changed
 
+    def keeps_shape(self, source: str) -> bool:
+        """Whether `source` keeps what the last search kept (shape.py): a caller's own edits of the
+        result (tidying it) must not drop what no candidate was allowed to drop."""
+        if self.shape is None:
+            return True
+        try:
+            return self.shape.kept_by(shape_of(ast.parse(source)))
+        except SyntaxError:
+            return False
+
     def _sure_to_fail(self, tree: ast.AST) -> bool:
         """A candidate that reads a name or `self` attribute nothing sets, or calls one of the
         module's functions with arguments it cannot take, where the original did not: a sure

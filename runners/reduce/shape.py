@@ -261,19 +261,35 @@ def _is_number(node: ast.expr, bindings: dict[str, ast.expr]) -> bool:
 
 def _branches_on_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether an `if`/`while`/conditional expression in the function tests its inputs: a parameter
-    other than `self`, or a name assigned from one (followed through the function's assignments)."""
+    other than `self`, or a name bound from one (followed through the function's assignments, loop
+    and comprehension targets, `with ... as` and `:=`: `for e, n in enumerate(counts)` makes `n`
+    as data-dependent as `counts`)."""
     derived = _parameters(function)
-    assigns = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value]
+    bindings = [binding for node in ast.walk(function) for binding in _bound_from(node)]
     grew = True
     while grew:
         grew = False
-        for node in assigns:
-            if _reads(node.value, derived):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for targets, value in bindings:
+            if _reads(value, derived):
                 new = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)} - derived
                 derived |= new
                 grew |= bool(new)
     return any(_reads(n.test, derived) for n in ast.walk(function) if isinstance(n, (ast.If, ast.While, ast.IfExp)))
+
+
+def _bound_from(node: ast.AST) -> list[tuple[list[ast.expr], ast.expr]]:
+    """(targets, the value they are bound from) for each binding `node` makes."""
+    if isinstance(node, ast.Assign):
+        return [(node.targets, node.value)]
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+        return [([node.target], node.value)]
+    if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        return [([node.target], node.iter)]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [([item.optional_vars], item.context_expr) for item in node.items if item.optional_vars is not None]
+    if isinstance(node, ast.NamedExpr):
+        return [([node.target], node.value)]
+    return []
 
 
 def strip_methods(node: ast.expr) -> ast.expr:
@@ -298,12 +314,33 @@ def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                 new = {t.id for t in copy.targets if isinstance(t, ast.Name)} - inputs
                 inputs |= new
                 grew |= bool(new)
-    # a statement that only names or looks up something (`images`, `tokens.reshape`) does nothing
-    idle = {id(node) for statement in ast.walk(function) if isinstance(statement, ast.Expr)
-            and not any(isinstance(n, ast.Call) for n in ast.walk(statement)) for node in ast.walk(statement)}
+    # a statement that only names or looks up something (`images`, `tokens.reshape`) does nothing,
+    # nor does one that only unpacks it into names nothing else reads (`b, t, d = x.shape`, then `d`)
+    idle: set[int] = set()
+    while True:
+        loaded = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                  and id(n) not in idle}
+        now = {id(node) for statement in ast.walk(function) if _does_nothing(statement, loaded)
+               for node in ast.walk(statement)}
+        if now == idle:
+            break
+        idle = now
     idle |= {id(copy.value) for copy in copies}
     return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in inputs
                and id(node) not in idle for node in ast.walk(function))
+
+
+def _does_nothing(statement: ast.AST, loaded: set[str]) -> bool:
+    """A statement that calls nothing and either is a bare expression or assigns only to plain
+    names that nothing in the function reads."""
+    if any(isinstance(n, ast.Call) for n in ast.walk(statement)):
+        return False
+    if isinstance(statement, ast.Expr):
+        return True
+    if not isinstance(statement, ast.Assign):
+        return False
+    stored = [n for t in statement.targets for n in ast.walk(t) if not isinstance(n, (ast.Tuple, ast.List, ast.Starred))]
+    return all(isinstance(n, ast.Name) and n.id not in loaded for n in stored if not isinstance(n, ast.expr_context))
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

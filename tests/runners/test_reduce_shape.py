@@ -83,6 +83,23 @@ def test_a_branch_on_a_name_computed_from_the_input_counts():
     assert shape(source).input_branch
 
 
+def test_a_loop_over_values_computed_from_the_input_makes_its_branch_data_dependent():
+    """What an expert loop of a mixture-of-experts does: `n` counts tokens routed from the input."""
+    routed = """import torch
+def route(x):
+    counts = (x > 0).sum(dim=0).tolist()
+    for e, n in enumerate(counts):
+        if n == 0:
+            continue
+torch.compile(route, fullgraph=True)(torch.randn(4, 3))
+"""
+    assert shape(routed).input_branch
+    assert not shape(routed.replace("enumerate(counts)", "enumerate(torch.randn(3).tolist())")).input_branch
+    assert shape(routed.replace("for e, n in enumerate(counts):", "for n in [c for c in counts]:")).input_branch
+    with_as = "import torch\ndef f(x):\n    with g(x) as y:\n        if y:\n            pass\ntorch.compile(f)(torch.ones(1))\n"
+    assert shape(with_as).input_branch
+    assert shape("import torch\ndef f(x):\n    if (n := x.sum()) > 0:\n        pass\ntorch.compile(f)(torch.ones(1))\n").input_branch
+
 def test_export_example_inputs_are_inputs():
     facts = shape("import torch\nep = torch.export.export(M(), (torch.randn(2, 3), 4))\n")
     assert facts.entry_points == {"export"} and facts.tensor_input and facts.number_input
@@ -123,6 +140,11 @@ def test_naming_the_input_or_assigning_over_it_is_not_reading_it():
     assert not shape(reads.replace("return x + 1", "y = x\n    y.reshape")).input_read  # a lookup, no call
     assert shape(reads.replace("return x + 1", "print(x)")).input_read
     assert shape(reads.replace("return x + 1", "y = x\n    return y * 2")).input_read  # the copy is used
+    # unpacking it into names nothing reads does nothing with it either
+    assert not shape(reads.replace("return x + 1", "b, t = x.shape\n    return 1")).input_read
+    assert shape(reads.replace("return x + 1", "b, t = x.shape\n    return b")).input_read
+    assert not shape(reads.replace("return x + 1", "b, t = x.shape\n    t\n    return 1")).input_read  # named alone
+    assert shape(reads.replace("return x + 1", "self.seen = x.mean()")).input_read  # a call: it computes
 
 
 def test_a_module_compiled_through_eval_is_the_module_for_the_read_rule():

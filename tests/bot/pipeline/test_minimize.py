@@ -82,6 +82,26 @@ def test_tidy_lays_out_top_level_definitions():
     assert tidy("f(*(x, 2), *rest)\n") == "f(x, 2, *rest)\n"  # what inlining `inputs` into `f(*inputs)` leaves
 
 
+def test_tidying_the_result_never_drops_what_the_search_kept():
+    """Deleting the unread field is the only tidying here, and it leaves a `forward` that ignores
+    its input: the search's shape rule refused that edit, so the tidying may not make it either."""
+    result = """import torch
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        self.seen = x.mean()
+        return torch.ones(1).item()
+torch.compile(Gate(), fullgraph=True)(torch.ones(1))
+"""
+    kept = shape_of(ast.parse(result))
+
+    def keeps_shape(candidate: str) -> bool:
+        return kept.kept_by(shape_of(ast.parse(candidate)))
+
+    always = lambda _: True  # noqa: E731 (every candidate still fails the same way)
+    assert "self.seen" not in Minimizer.tidied(result, always)
+    assert Minimizer.tidied(result, always, keeps_shape) == tidy(result)
+
+
 ACCURACY = """\
 import torch
 torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
