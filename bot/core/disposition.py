@@ -15,9 +15,11 @@ from bot.core.tables import RulesError, require
 
 DISPOSITIONS = ("bug", "limitation", "user_error", "needs_info")
 STATES = ("reproduced", "not_run", "not_reproduced")
-WORKAROUNDS = ("hints", "torch_cond", "capture_scalar_outputs")
+WORKAROUNDS = ("hints", "torch_cond", "capture_scalar_outputs", "allow_unspec_int_on_nn_module")
 CONDITIONS = ("state", "layer", "message", "no_script")
-HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.M)
+# torch's hints: a `Hint:` line, or a guard's `(HINT: ...)` sentence after its recompile reason (the
+# guard dump's `(HINT: type ReLU)` annotations are not advice)
+HINT = re.compile(r"^\s*Hint:\s*(.+)$|\(HINT:\s*([^()\n]{40,}(?:\([^()\n]*\)[^()\n]*)*)\)", re.M)
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ def decide(table: DispositionTable, facts: Facts) -> Disposition:
     values = {"eager_error": facts.eager_error or "the same error",
               "reason_text": facts.reason_text or "no reason was recorded",
               "ladder_note": f": {facts.ladder_note[0].lower()}{facts.ladder_note[1:].rstrip('.')}" if facts.ladder_note else ""}
-    hints = tuple(dict.fromkeys(h.strip() for h in HINT.findall(facts.failure_text)))[:6] if "hints" in rule.workaround else ()
+    hints = tuple(dict.fromkeys((m.group(1) or m.group(2)).strip() for m in HINT.finditer(facts.failure_text)))[:6] \
+        if "hints" in rule.workaround else ()
     return Disposition(rule.disposition, rule.id, rule.reason.format(**values), table.meanings[rule.disposition],
                        tuple(w for w in rule.workaround if w != "hints"), hints)

@@ -7,6 +7,9 @@ A `limitation` disposition (bot/rules/disposition.yaml) names a workaround kind:
                           `torch.cond(pred, true_fn, false_fn, operands)`, the construct Dynamo traces
   capture_scalar_outputs  `torch._dynamo.config.capture_scalar_outputs = True` before the code runs,
                           so `.item()` becomes an unbacked symbol instead of a graph break
+  allow_unspec_int_on_nn_module
+                          `torch._dynamo.config.allow_unspec_int_on_nn_module = True` before the code
+                          runs, so a module's changing int attribute is dynamic, not a recompile each
 
 Each rewrite returns the new source, or None when the code does not have the shape it handles;
 nothing is claimed until bot/pipeline/ladder.py has run the rewrite and seen it pass.
@@ -23,6 +26,8 @@ CAPTURE_SCALARS = "torch._dynamo.config.capture_scalar_outputs = True"
 USER_LINE = (re.compile(r'from user code:\s*\n\s*File "[^"]*", line (\d+)'),
              re.compile(r"Caused by: .*?#\s*\S*?:(\d+) in "))
 TRUE_FN, FALSE_FN = "cond_true_branch", "cond_false_branch"
+# Newer torch names only the place: `Caused by: (sandbox/repro.py:46 in forward)` (the path cut short).
+CAUSED_BY_PLACE = re.compile(r"^Caused by: \(([^\s()]*repro\.py):(\d+) in (\w+)\)[ \t]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -38,15 +43,47 @@ def failing_line(output: str) -> int | None:
     return found[-1] if found else None
 
 
-def capture_scalar_outputs(script: str) -> Rewrite | None:
-    if re.search(r"capture_scalar_outputs\s*=\s*True", script):
+def with_caused_by_source(output: str, script: str | None) -> str:
+    """`output` with each `Caused by: (…repro.py:N in f)` completed by line N of the script that
+    ran, in the form older torch printed (`Caused by: if n == 0:  # repro.py:46 in f`): the rules
+    that read the statement a data-dependent guard came from (disposition.yaml) and `failing_line`
+    then read the newer form too."""
+    if script is None:
+        return output
+    lines = script.splitlines()
+
+    def completed(match: re.Match) -> str:
+        number = int(match.group(2))
+        if not 1 <= number <= len(lines) or not lines[number - 1].strip():
+            return match.group(0)
+        return f"Caused by: {lines[number - 1].strip()}  # {match.group(1)}:{number} in {match.group(3)}"
+
+    return CAUSED_BY_PLACE.sub(completed, output)
+
+
+# Documented Dynamo switches a limitation's workaround turns on: (the line, what it changes).
+CONFIG_SWITCHES = {
+    "capture_scalar_outputs": (CAPTURE_SCALARS, "so `.item()` is traced instead of breaking the graph"),
+    "allow_unspec_int_on_nn_module": ("torch._dynamo.config.allow_unspec_int_on_nn_module = True",
+                                      "so an int attribute of a module that changes between calls is traced as a "
+                                      "dynamic value instead of a constant that recompiles"),
+}
+
+
+def config_switch(kind: str, script: str) -> Rewrite | None:
+    """The script with the switch `kind` (CONFIG_SWITCHES) set after its imports; None when it already is."""
+    line, effect = CONFIG_SWITCHES[kind]
+    if re.search(rf"{kind}\s*=\s*True", script):
         return None
     tree = ast.parse(script)
     after_imports = max((node.end_lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))), default=0)
     lines = script.split("\n")
-    lines.insert(after_imports, ("import torch._dynamo\n" if "import torch" not in script else "") + CAPTURE_SCALARS)
-    return Rewrite("capture_scalar_outputs", "\n".join(lines),
-                   f"Added `{CAPTURE_SCALARS}` after the imports, so `.item()` is traced instead of breaking the graph")
+    lines.insert(after_imports, ("import torch._dynamo\n" if "import torch" not in script else "") + line)
+    return Rewrite(kind, "\n".join(lines), f"Added `{line}` after the imports, {effect}")
+
+
+def capture_scalar_outputs(script: str) -> Rewrite | None:
+    return config_switch("capture_scalar_outputs", script)
 
 
 def torch_cond(script: str, line: int | None) -> Rewrite | None:

@@ -182,7 +182,7 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
     if script is None or reproduction is None or reproduction.status == "needs_gpu":
         state, text = "not_run", issue_text
     elif reproduction.reproduced:
-        state, text = "reproduced", deciding.output_tail if deciding else ""
+        state, text = "reproduced", workaround.with_caused_by_source(deciding.output_tail, script) if deciding else ""
     else:
         state, text = "not_reproduced", ""
     off = ladder.rungs[0] if ladder and ladder.rungs else None  # the compiler-off rung: first, by the table's rule
@@ -195,7 +195,7 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
 
 REWRITES = {
     "torch_cond": lambda script, output: workaround.torch_cond(script, workaround.failing_line(output)),
-    "capture_scalar_outputs": lambda script, output: workaround.capture_scalar_outputs(script),
+    **{kind: (lambda script, output, kind=kind: workaround.config_switch(kind, script)) for kind in workaround.CONFIG_SWITCHES},
 }
 
 
@@ -211,7 +211,7 @@ def try_workarounds(kinds: tuple[str, ...], script: str, output: str, runner: Ru
     tried: Workaround | None = None
     for kind in kinds:
         try:
-            rewrite = REWRITES[kind](script, output)
+            rewrite = REWRITES[kind](script, workaround.with_caused_by_source(output, script))
         except SyntaxError:
             rewrite = None
         if rewrite is None:

@@ -33,6 +33,38 @@ def test_a_data_dependent_guard_inside_torch_is_a_bug():
     assert decide(failure_text=text, layer="inductor").kind == "bug"
 
 
+# torch 2.13's recompile-limit failure for `self.num_updates += 1` in a compiled module's forward
+# (TORCH_LOGS with guards on, as the recompilation diagnostics run it): its reason carries a hint
+STATIC_INT = """W1203 00:20:46.135000 6564 torch/_dynamo/convert_frame.py:1994] [0/4] torch._dynamo hit config.recompile_limit (4)
+W1203 00:20:46.135000 6564 torch/_dynamo/convert_frame.py:1994] [0/4]    last reason: 0/3: self.num_updates == 3  \
+# self.num_updates += 1  # andbox/repro.py:55 in forward (HINT: torch.compile considers integer attributes of the \
+nn.Module to be static. If you are observing recompilation, you might want to make this integer dynamic using \
+torch._dynamo.config.allow_unspec_int_on_nn_module = True, or convert this integer into a tensor.)
+  | +- TYPE_MATCH: ___check_type_id(L['self']._modules['enc'], 94371972), type=<class 'torch.nn.modules.linear.Linear'>  \
+# h = self.enc(x)  # andbox/repro.py:50 in forward (HINT: type Linear)
+torch._dynamo.exc.FailOnRecompileLimitHit: Hard failure due to fail_on_recompile_limit_hit
+"""
+
+
+def test_a_module_int_attribute_that_recompiles_is_a_limitation_with_torchs_inline_hint():
+    found = decide(failure_text=STATIC_INT, layer="dynamo")
+    assert (found.kind, found.rule, found.workarounds) == ("limitation", "static_module_int", ("allow_unspec_int_on_nn_module",))
+    assert len(found.hints) == 1 and found.hints[0].startswith("torch.compile considers integer attributes")
+    assert "type Linear" not in found.hints  # the guard dump's type annotations are not advice
+
+
+def test_a_data_dependent_branch_named_only_by_its_place_is_a_limitation_once_completed():
+    """torch.export on torch 2.13 prints `Caused by: (…repro.py:N in f)`; the pipeline completes it
+    from the script that ran (workaround.with_caused_by_source) before the table reads it."""
+    from bot.core.workaround import with_caused_by_source
+    script = "\n" * 45 + "            if n == 0:\n"
+    text = ("torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode: Could not guard on data-dependent "
+            "expression Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: none)\n\n"
+            "Caused by: (andbox/repro.py:46 in forward)\nFor more information, run with TORCH_LOGS=\"dynamic\"\n")
+    assert decide(failure_text=text).kind == "bug"
+    assert decide(failure_text=with_caused_by_source(text, script)).rule == "data_dependent_branch"
+
+
 def test_eager_failing_too_is_a_user_error_whatever_the_message():
     found = decide(failure_text=FUNDAMENTAL, layer="eager", eager_error="RuntimeError: mat1 and mat2 shapes")
     assert found.kind == "user_error" and "RuntimeError: mat1 and mat2 shapes" in found.reason

@@ -45,10 +45,30 @@ def test_the_failing_line_is_dynamos_user_code_frame():
     assert workaround.failing_line("no frames") is None
 
 
+def test_newer_torchs_caused_by_place_is_completed_from_the_script_that_ran():
+    """torch.export on torch 2.13 names only the place of a data-dependent guard (the path cut short)."""
+    script = "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n        for n in x.tolist():\n            if n == 0:\n                pass\n"
+    output = "Could not guard on data-dependent expression Eq(u0, 0)\nCaused by: (andbox/repro.py:5 in forward)\nFor more information"
+    completed = workaround.with_caused_by_source(output, script)
+    assert "Caused by: if n == 0:  # andbox/repro.py:5 in forward\n" in completed
+    assert workaround.failing_line(completed) == 5
+    elsewhere = "Caused by: (torch/_refs/__init__.py:3701 in reshape)"  # not the repro: left as it is
+    assert workaround.with_caused_by_source(elsewhere, script) == elsewhere
+    assert workaround.with_caused_by_source(output.replace(":5 ", ":99 "), script) == output.replace(":5 ", ":99 ")
+    assert workaround.with_caused_by_source(output, None) == output
+
+
 def test_capture_scalar_outputs_goes_after_the_imports_once():
     rewritten = workaround.capture_scalar_outputs("import torch\nimport math\n\nx = 1\n").source
     assert rewritten.split("\n")[:3] == ["import torch", "import math", workaround.CAPTURE_SCALARS]
     assert workaround.capture_scalar_outputs(rewritten) is None
+
+
+def test_each_documented_switch_goes_after_the_imports_the_same_way():
+    rewritten = workaround.config_switch("allow_unspec_int_on_nn_module", "import torch\n\nmodel = M()\n")
+    assert rewritten.source.split("\n")[1] == "torch._dynamo.config.allow_unspec_int_on_nn_module = True"
+    assert rewritten.kind == "allow_unspec_int_on_nn_module" and "int attribute" in rewritten.note
+    assert workaround.config_switch("allow_unspec_int_on_nn_module", rewritten.source) is None
 
 
 @pytest.mark.slow
