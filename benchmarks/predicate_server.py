@@ -150,6 +150,8 @@ class PredicateServer:
             self.reproducible = keeps_pt2(self.source) and reproduces(self.original, result.status)
             self.check_compiler_off = self.reproducible and minimizer.needs_compiler_off_check(self.original, self.source)
             self.backend_env = minimizer.cheapest_backend_env(self.original, self.source) if self.reproducible else {}
+            if not minimizer.keeps_branch(self.original):  # the same rule as ours (Minimizer.keeps_branch)
+                self.shape = self.shape.without_branch()
         finally:
             remove_tree(cache_dir)
         self.setup_s = time.monotonic() - started  # includes starting the warm pool

@@ -73,6 +73,9 @@ class Category:
     # check words (an accuracy bug's signature is the user's print or assert, not the compiler's);
     # category-only holds only while every candidate must also run clean with the compiler off
     minimize_same: str = "signature"
+    # whether a minimized repro must keep a branch on its input (runners/reduce/shape.py): for
+    # failures a branch causes (a graph break on data, a data-dependent guard)
+    minimize_branch: bool = False
 
     def keeps_cause(self, original_output: str, candidate_output: str) -> bool:
         """Whether a candidate's run still shows the cause the original's showed: a repro that sets
@@ -245,6 +248,7 @@ def parse_category(cat_id: str, raw: Any, where: str) -> Category:
         minimize_keeps=_regex(raw.get("minimize_keeps"), f"{where}.minimize_keeps"),
         minimize_hoist=_choice(raw.get("minimize_hoist", "call"), HOIST_MODES, f"{where}.minimize_hoist"),
         minimize_same=_choice(raw.get("minimize_same", "signature"), SAME_MODES, f"{where}.minimize_same"),
+        minimize_branch=_bool(raw.get("minimize_branch", False), f"{where}.minimize_branch"),
     )
 
 

@@ -454,6 +454,12 @@ class Minimizer:
             return None
         return mode
 
+    def keeps_branch(self, original: Classification) -> bool:
+        """Whether candidates must keep a branch on the input (runners/reduce/shape.py): for the
+        categories whose failures a branch causes (`minimize_branch`)."""
+        category = self.classifier.ruleset.categories.get(original.category)
+        return bool(category and category.minimize_branch)
+
     def replacements_for(self, original: Classification, script: str) -> tuple[str, ...]:
         """Small tensors the reducer may put for a tensor-making call: deterministic ones when the
         category's failure is a difference of values (its differential compares outputs)."""
@@ -503,7 +509,7 @@ class Minimizer:
                 reducer = self.reducer = Reducer(
                     interesting, budget_s=max(0.0, self.deadline - time.monotonic()), parallelism=self.parallelism,
                     replacements=replacements, reserve=self.reserve(self.full_run_s or full_s, check_compiler_off),
-                    stop=self.cancelled.is_set)
+                    stop=self.cancelled.is_set, keep_branch=self.keeps_branch(original))
             reduced = reducer.reduce(script, leaps=leaps, known_interesting=True)
             if self.cancelled.is_set():
                 raise Cancelled("the minimize was cancelled")

@@ -46,7 +46,8 @@ PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
 class Reducer:
     def __init__(self, is_interesting: Predicate, *, budget_s: float = 300, max_runs: int = 10_000,
                  parallelism: int = 1, batch: int | None = None, replacements: Sequence[str] = (),
-                 keep_shape: bool = True, reserve: Reserve = Reserve(), stop: Callable[[], bool] = lambda: False):
+                 keep_shape: bool = True, reserve: Reserve = Reserve(), stop: Callable[[], bool] = lambda: False,
+                 keep_branch: bool = True):
         self.is_interesting = is_interesting
         self.stop = stop  # the caller's word that the search is no longer wanted: it ends as at its budget's end
         # The search stops this long before the budget's end (Reserve): a candidate's run is as long
@@ -62,6 +63,7 @@ class Reducer:
         self.cache: dict[str, bool] = {}
         self.allowed_errors: frozenset[str] | None = None  # the original's own sure errors (see sure_errors)
         self.keep_shape = keep_shape
+        self.keep_branch = keep_branch  # False: the failure is not a branch's, so no branch need stay (shape.py)
         self.shape: Shape | None = None  # what the original is about (see shape.py), kept by every candidate
         self.stats = ReduceStats()
         self.deadline = self.started = 0.0
@@ -91,7 +93,7 @@ class Reducer:
         elif not self._test(source):
             return self._finish(source, started, "the original is not interesting: nothing to preserve")
         self.allowed_errors = sure_errors(tree)
-        self.shape = shape_of(tree) if self.keep_shape else None
+        self.shape = self._kept(shape_of(tree)) if self.keep_shape else None
         best = source
         with ThreadPoolExecutor(self.parallelism) if self.parallelism > 1 else _Inline() as pool:
             self.pool = pool
@@ -139,7 +141,7 @@ class Reducer:
         if not winner:
             return tree, best
         if self.shape is not None:
-            self.shape = joined(self.shape, shape_of(winner.tree))
+            self.shape = self._kept(joined(self.shape, shape_of(winner.tree)))
         return self._accept(winner)
 
     def _timed_pass(self, make_edits, tree: ast.AST, best: str) -> tuple[ast.AST, str, bool]:
@@ -210,6 +212,9 @@ class Reducer:
                     tree, best, resume_at = *self._accept(winner), winner.position
                     changed = restart = True
         return tree, best, changed
+
+    def _kept(self, shape: Shape) -> Shape:
+        return shape if self.keep_branch else shape.without_branch()
 
     def keeps_shape(self, source: str) -> bool:
         """Whether `source` keeps what the last search kept (shape.py): a caller's own edits of the

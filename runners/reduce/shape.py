@@ -10,9 +10,13 @@ input. A maintainer keeps three things, so the reducer never runs a candidate th
   inputs), some compiled call still receives one, and no compiled call receives a bare number the
   original never passed;
 - **the entry point stays**: a repro that calls `torch.compile` or `torch.export` keeps calling it;
-- **a branch on the input stays one**: when code the compiler traces has an `if`/`while` whose
-  test reads that code's parameters (directly or through names computed from them), the
-  candidate's traced code has one too;
+- **a branch on the input stays one**, for a failure a branch causes (the category's
+  `minimize_branch` in bot/rules/categories.yaml: a graph break, an export failure, dynamic
+  shapes): when code the compiler traces has an `if`/`while` whose test reads that code's
+  parameters (directly or through names computed from them), the candidate's traced code has one
+  too. `if (x.abs() > self.limit).any()` under `fullgraph=True` otherwise became `if torch.ones(1):`,
+  the same graph break with nothing left of the input in it; an Inductor C++ error's repro need
+  not keep an incidental `if` of the model it was found in (`Shape.without_branch`);
 - **the input stays read**: when the traced code reads its inputs, the candidate's does too. A
   `forward` that ignores its input fails some other way, if at all: `export_dim_specialized`'s
   reshape that specializes the batch became, under a peer reducer, `def forward(self, images): pass`
@@ -26,6 +30,7 @@ input. A maintainer keeps three things, so the reducer never runs a candidate th
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass
 
 ENTRY_POINTS = ("compile", "export")
@@ -52,6 +57,10 @@ class Shape:
     input_branch: bool  # some branch tests a function's input
     input_read: bool = False  # the traced code reads an input it is given
     zero_one_dynamic: bool = False  # a dimension marked dynamic has an example size of 0 or 1
+
+    def without_branch(self) -> "Shape":
+        """These facts with no branch to keep: for a failure that no branch causes."""
+        return dataclasses.replace(self, input_branch=False)
 
     def kept_by(self, other: "Shape") -> bool:
         """Whether a candidate of this shape keeps what the original (`self`) had. Code that never
@@ -157,7 +166,7 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[as
     methods those call by name, transitively."""
     functions, classes = _definitions(tree)
     roots = _decorated(functions)
-    for target in _entry_targets(tree, bindings):
+    for target in map(strip_methods, _entry_targets(tree, bindings)):
         roots.extend(_traced_by(target, functions, classes))
     seen: dict[int, ast.FunctionDef] = {}
     while roots:
@@ -176,9 +185,8 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[as
 def _entry_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.FunctionDef]:
     """The functions the entry point is handed, which receive the inputs: a function decorated with
     or passed to `torch.compile`, or the `forward` of the module compiled or exported (`Net().eval()`
-    is `Net()` here; the branch rule keeps its narrower reach, so that a C++ error's repro need not
-    keep an incidental `if` of the model it was found in). Not the submodules: a `Backbone` whose
-    `forward` reads its `x` says nothing of whether the model reads `images`."""
+    is `Net()`). Not the submodules: a `Backbone` whose `forward` reads its `x` says nothing of
+    whether the model reads `images`."""
     functions, classes = _definitions(tree)
     entries = _decorated(functions)
     for target in map(strip_methods, _entry_targets(tree, bindings)):

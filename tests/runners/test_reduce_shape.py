@@ -158,6 +158,12 @@ torch.compile(Classifier().eval(), fullgraph=True)(torch.ones(1))
     assert shape(source.replace("print()", "print(images)")).input_read
 
 
+def test_a_module_compiled_through_eval_is_the_module_for_the_branch_rule_too():
+    """`graph_break_data_branch` compiles `KeywordSpotter().eval()`; its branch on the input went
+    unseen, and the minimized repro became `if torch.ones(1):` on an unused input."""
+    assert shape(README_EXAMPLE.replace("model = Gate()", "model = Gate().eval()")).input_branch
+
+
 def test_the_module_handed_to_the_entry_point_must_read_its_input_itself():
     """A peer kept a `Backbone` whose `forward` reads its `x` while the exported model's `forward`
     returned constants: the submodule's read says nothing of the model's."""
@@ -193,6 +199,15 @@ def test_the_reducer_never_trades_the_input_or_the_branch_for_a_smaller_failure(
     assert facts.tensor_input and facts.input_branch and not facts.number_input, result.source
     assert result.stats.shape_changes_skipped > 0
     assert len(result.source.splitlines()) < len(README_EXAMPLE.strip().splitlines())
+
+
+
+def test_a_failure_no_branch_causes_need_not_keep_one():
+    """An Inductor C++ error found in a model with an `if` (categories.yaml: no `minimize_branch`)."""
+    predicate = lambda source: "fullgraph=True" in source and "torch.compile" in source  # noqa: E731
+    result = reduce_source(README_EXAMPLE, predicate, keep_branch=False)
+    facts = shape(result.source)
+    assert facts.tensor_input and not facts.input_branch, result.source
 
 
 def test_a_branch_in_code_the_compiler_no_longer_traces_does_not_count():

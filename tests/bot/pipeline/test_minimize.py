@@ -76,6 +76,14 @@ def test_a_failure_judged_by_values_is_never_offered_random_tensors(classifier):
     assert minimizer.replacements_for(verdict(), "print(1)\n") == ()
 
 
+
+def test_only_the_failures_a_branch_causes_keep_a_branch_on_the_input(classifier):
+    minimizer = Minimizer(classifier, runner=None)
+    kept = {category for category in classifier.ruleset.categories
+            if minimizer.keeps_branch(verdict(category=category, signature=f"{category}|-|x"))}
+    assert kept == {"graph_break", "export_failure", "dynamic_shapes"}
+
+
 def test_tidy_lays_out_top_level_definitions():
     assert tidy("import torch\ndef f(x):\n    return x\nx = 1\ny = f(x)\n") == \
         "import torch\n\n\ndef f(x):\n    return x\n\n\nx = 1\ny = f(x)\n"
