@@ -11,7 +11,9 @@ copy whose source a later line mutates in place, say) is refused like any other 
 - `4 * 4` -> `16`: arithmetic on two numbers, when the result is no longer than the expression;
 - `a = b; ... f(a)` -> `... f(b)`: a name bound to another name is replaced by it where it is read
   in the rest of its function (or module), until either is bound again;
-- `x = f(...)` with `x` read nowhere -> `f(...)`: the call stays, the name goes.
+- `x = f(...)` with `x` read nowhere -> `f(...)`: the call stays, the name goes;
+- `[block for i in range(1)]` -> `[block]`: a comprehension over one value, its element not reading
+  the loop variable.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.dead import _reads, target_names
+from runners.reduce.literals import single_value
 from runners.reduce.paths import resolve, walk_paths
 
 ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -35,6 +38,8 @@ def fold_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
         yield "folds", _fold_arithmetic
     if _unread_results(tree):
         yield "folds", _keep_calls_only
+    if _one_value_comprehensions(tree):
+        yield "folds", _fold_comprehensions
     for path, index in _copies(tree):
         yield "folds", _propagate_copy(path, index)
 
@@ -197,3 +202,32 @@ def _propagate_copy(path: NodePath, index: int) -> Edit:
             scope.body.append(ast.Pass())
         return True
     return edit
+
+
+# -- comprehensions over one value --------------------------------------------------------------------
+
+def _one_value_comprehensions(tree: ast.AST) -> list[ast.ListComp]:
+    """`[e for v in range(1)]` / `[e for v in [x]]`: one generator, no condition, over one value, with
+    `e` not reading `v` (a maintainer writes `[e]`; where `e` reads `v` the literals pass's loop
+    unrolling is the better step, on the loop that usually reads the list)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ListComp) and len(node.generators) == 1:
+            generator = node.generators[0]
+            bound = set(target_names(generator.target))
+            if (not generator.ifs and not generator.is_async and single_value(generator.iter) is not None
+                    and not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node.elt))):
+                found.append(node)
+    return found
+
+
+def _fold_comprehensions(tree: ast.AST) -> bool:
+    """Every one-value comprehension becomes a one-element list (one candidate for all of them)."""
+    folded = {id(node) for node in _one_value_comprehensions(tree)}
+
+    class Folder(ast.NodeTransformer):
+        def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+            self.generic_visit(node)
+            return ast.List(elts=[node.elt], ctx=ast.Load()) if id(node) in folded else node
+    Folder().visit(tree)
+    return bool(folded)

@@ -15,6 +15,8 @@ The edits:
   `field(default=...)` or `field(default_factory=lambda: [...])`, or an argparse
   `add_argument("--batch-size", default=8)`. A field that a call sets by keyword, or a class that
   is called with arguments, keeps its readers: its default is not what they read;
+- the same for an attribute bound once to a short list of module-level functions or classes
+  (`self.blocks = [block]`, what a one-value comprehension folds to);
 - `for v in [e]: body` (or `(e,)`, `range(1)`) becomes `v = e` and the body, when nothing in the
   body leaves the loop early.
 The holder left unread then goes with the dead-code pass. Every candidate is still run: a value a
@@ -125,9 +127,21 @@ def _literal_values(tree: ast.AST) -> tuple[dict[str, ast.AST], dict[str, ast.AS
     overridden = _keywords_and_called_classes(tree)
     names = {n: values[0] for n, values in name_values.items()
              if len(values) == 1 and is_literal(values[0]) and n in read_names}
+    definitions = {node.name for node in getattr(tree, "body", [])
+                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                   and len(name_values.get(node.name, [])) == 1}
     attributes = {a: values[0] for a, values in attribute_values.items()
-                  if len(values) == 1 and is_literal(values[0]) and a not in overridden and a in read_attributes}
+                  if len(values) == 1 and (is_literal(values[0]) or _lists_definitions(values[0], definitions))
+                  and a not in overridden and a in read_attributes}
     return names, attributes
+
+
+def _lists_definitions(node: ast.AST | None, definitions: set[str]) -> bool:
+    """A short list or tuple of module-level functions or classes defined once, `self.blocks =
+    [block]`: a setting too (what a one-element comprehension folds to), read the same from anywhere
+    in the module."""
+    return (isinstance(node, (ast.List, ast.Tuple)) and 0 < len(node.elts) <= MAX_LITERAL_ITEMS
+            and all(isinstance(item, ast.Name) and item.id in definitions for item in node.elts))
 
 
 def _name_bindings(node: ast.AST, in_class_body: bool) -> Iterator[tuple[str, ast.AST | None]]:

@@ -63,3 +63,36 @@ print(result)
     reduced = Reducer(prints("42\n")).reduce(source).source
     assert "(2 * 3)" not in reduced and "side = width" not in reduced
     assert prints("42\n")(reduced)
+
+
+def test_a_comprehension_over_one_value_becomes_a_one_element_list():
+    folded = applied("def block(x):\n    return x\n\nblocks = [block for i in range(1)]\nprint(blocks[0](2))\n",
+                     fold_edits)
+    assert len(folded) == 1 and "\nblocks = [block]\n" in folded[0][1]
+    # the element reads the loop variable, or there is a condition or more than one value: not folded
+    assert applied("print([i + 1 for i in range(1)])\n", fold_edits) == []
+    assert applied("print([2 for i in range(1) if i])\n", fold_edits) == []
+    assert applied("print([2 for i in range(2)])\n", fold_edits) == []
+
+
+def test_a_list_of_one_block_built_in_init_and_looped_over_goes_away():
+    source = """\
+def block(x):
+    return x * 2
+
+
+class Net:
+    def __init__(self):
+        self.blocks = [block for i in range(1)]
+
+    def forward(self, x):
+        for blk in self.blocks:
+            x = blk(x)
+        return x
+
+
+print(Net().forward(21))
+"""
+    reduced = Reducer(prints("42\n")).reduce(source).source
+    assert "blocks" not in reduced and "for " not in reduced, reduced
+    assert prints("42\n")(reduced)

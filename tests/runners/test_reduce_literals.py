@@ -40,6 +40,14 @@ def test_only_settings_bound_once_to_a_literal_are_propagated():
     assert attributes == {"depth", "batch_size"}  # width is bound twice
 
 
+def test_a_list_of_module_level_functions_is_a_setting_but_not_a_list_of_other_names():
+    source = ("def block(x):\n    return x\n\nfactor = 2\n\nclass Net:\n    def __init__(self):\n"
+              "        self.blocks = [block]\n        self.scales = [factor]\n\n"
+              "net = Net()\nprint(net.blocks, net.scales)\n")
+    assert literal_bindings(ast.parse(source))[1] == {"blocks"}  # `factor` is data that may be bound again
+    assert any("print([block], net.scales)" in candidate for candidate in candidates(source))
+
+
 def test_a_default_a_call_overrides_is_not_what_readers_see():
     source = ("from dataclasses import dataclass\n\n@dataclass\nclass Config:\n    width: int = 3\n    depth: int = 2\n\n"
               "small = Config(width=1)\nprint(small.width, small.depth)\n")
