@@ -1,10 +1,12 @@
 """Wall time per stage of `pt2-triage triage` on the bundled examples and a realistic issue set.
 
-Two sets: `examples` (the README's four example issues) and `realistic` (benchmarks/realistic_issues/:
+Sets: `examples` (the README's four example issues), `realistic` (benchmarks/realistic_issues/:
 six issues of 40-100 line scripts written like real reports, one category each, never used in the
-tests). Each issue runs through the real CLI in a subprocess (fresh interpreter, real torch,
-sandboxed runs), the way the README's main command runs it, with the CLI's default total budget
-(`--budget-total`, 300 s) unless told otherwise. The baseline is the same pipeline with cold runs
+tests), `fresh` (benchmarks/fresh_issues/: five more, written by a writer who never read the tool's
+code, first run after the reducer's last change; see that folder's README) and `gpu`. Each issue
+runs through the real CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way
+the README's main command runs it, with the CLI's default total budget (`--budget-total`, 300 s)
+unless told otherwise. The baseline is the same pipeline with cold runs
 only (`--jobs 0`: every run a fresh interpreter importing torch, no warm workers), run in the same
 invocation so both see the same machine. Reported: per issue and stage, then per stage the median
 and max over the set, the whole triage's, when the report was out (the whole less torch's FX-graph
@@ -16,13 +18,14 @@ Targets (issue #15): on 2 cores, the README example <= 45 s, the realistic set's
 max <= 240 s; on an H100, each gpu issue <= 60 s; total-budget overrun <= 10%.
 
     python benchmarks/triage_e2e.py [--set examples realistic gpu] [--only STEM] [--budget 300] [--budget-total 300]
-                                    [--baseline all|graph_break|none]
+                                    [--baseline all|graph_break|none] [--keep DIR]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,11 +45,14 @@ def issues_in(folder: Path) -> list[Path]:
 
 SETS = {"examples": issues_in(ROOT / "examples"),
         "realistic": issues_in(ROOT / "benchmarks" / "realistic_issues"),
+        "fresh": issues_in(ROOT / "benchmarks" / "fresh_issues"),
         "gpu": issues_in(ROOT / "benchmarks" / "gpu_issues")}
 TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 45.0
 
 
-def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float) -> dict:
+def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float, keep: Path | None = None) -> dict:
+    """One triage through the CLI; `keep` copies its output folder (report, comment, minimized
+    repro, regression test) to keep/STEM.MODE, so the verdicts can be read as well as timed."""
     with tempfile.TemporaryDirectory(prefix="pt2-triage-bench-") as out:
         command = [sys.executable, "-m", "bot.cli", "triage", str(example), "--out", out, "--json",
                    "--jobs", str(jobs), "--budget", str(budget), "--budget-total", str(total)] + \
@@ -54,12 +60,15 @@ def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float
         started = time.perf_counter()
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
+        if keep:
+            shutil.copytree(out, keep / f"{example.stem}.{'warm' if jobs else 'cold'}", dirs_exist_ok=True)
     if done.returncode != 0:
         raise SystemExit(f"{example.name}: pt2-triage failed ({done.returncode}):\n{done.stderr[-2000:]}")
     report = json.loads(done.stdout)
     return {"example": example.stem, "set": example.parent.name, "mode": "warm" if jobs else "cold",
             "wall_s": round(wall, 1), "overrun": round(max(0.0, wall / total - 1), 3),
-            "category": report["classification"]["category"], "stages": report["stage_seconds"],
+            "category": report["classification"]["category"],
+            "disposition": (report.get("disposition") or {}).get("kind", "-"), "stages": report["stage_seconds"],
             "lines": f"{report['minimized']['lines_before']}→{report['minimized']['lines_after']}" if report["minimized"] else "-",
             "test": (report["regression_test"] or {}).get("verification", "-"),
             "minimize_passes": {name: (runs, (report["minimized"].get("seconds_by_pass") or {}).get(name, 0.0))
@@ -77,12 +86,12 @@ def near_final(progress: list, wall_s: float, within: float = 0.1) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    head = f"{'example':<26}{'mode':<6}{'category':<25}" + "".join(f"{s[:9]:>10}" for s in STAGES) + f"{'total':>9}  {'lines':<8}test"
+    head = f"{'example':<26}{'mode':<6}{'category':<25}" + "".join(f"{s[:9]:>10}" for s in STAGES) + f"{'total':>9}  {'lines':<8}{'disposition':<12}test"
     print(head)
     print("-" * len(head))
     for row in rows:
         stages = "".join(f"{row['stages'].get(s, 0):>10.1f}" for s in STAGES)
-        print(f"{row['example']:<26}{row['mode']:<6}{row['category']:<25}{stages}{row['wall_s']:>9.1f}  {row['lines']:<8}{row['test']}")
+        print(f"{row['example']:<26}{row['mode']:<6}{row['category']:<25}{stages}{row['wall_s']:>9.1f}  {row['lines']:<8}{row.get('disposition', '-'):<12}{row['test']}")
         if row.get("minimize_passes"):  # where minimize's time went: runs and seconds per reducer pass
             print(" " * 32 + "minimize: " + ", ".join(f"{name} {runs} runs {seconds:.0f} s"
                                                       for name, (runs, seconds) in row["minimize_passes"].items() if runs))
@@ -120,14 +129,15 @@ def main() -> int:
     parser.add_argument("--baseline", choices=("all", "graph_break", "none"), default="graph_break",
                         help="also run cold (--jobs 0) for these examples")
     parser.add_argument("--no-minifier", action="store_true", help="skip torch's after_aot minifier (backend/accuracy)")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="copy each triage's output folder to DIR/STEM.MODE")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     examples = [e for name in args.set for e in SETS[name] if not args.only or e.stem == args.only]
     rows = []
     for example in examples:
-        rows.append(triage(example, 2, args.budget, not args.no_minifier, args.budget_total))
+        rows.append(triage(example, 2, args.budget, not args.no_minifier, args.budget_total, args.keep))
         if args.baseline == "all" or (args.baseline == "graph_break" and example.stem == TARGET_EXAMPLE):
-            rows.append(triage(example, 0, args.budget, not args.no_minifier, args.budget_total))
+            rows.append(triage(example, 0, args.budget, not args.no_minifier, args.budget_total, args.keep))
     print(f"machine: {os.cpu_count()} cores; wall = whole CLI process (start-up, probe and writing included)\n")
     print_table(rows)
     print_summary(rows)
