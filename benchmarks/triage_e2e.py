@@ -2,13 +2,13 @@
 
 Sets: `examples` (the README's four example issues), `realistic` (benchmarks/realistic_issues/:
 six issues of 40-100 line scripts written like real reports, one category each, never used in the
-tests), `fresh` (benchmarks/fresh_issues/: five more, written by a writer who never read the tool's
-code, first run after the reducer's last change; see that folder's README) and `gpu`. Each issue
-runs through the real CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way
-the README's main command runs it, with the CLI's default total budget (`--budget-total`, 300 s)
-unless told otherwise. The baseline is the same pipeline with cold runs
-only (`--jobs 0`: every run a fresh interpreter importing torch, no warm workers), run in the same
-invocation so both see the same machine. Reported: per issue and stage, then per stage the median
+tests), `fresh` (benchmarks/fresh_issues/: five more, written by a helper that never read the tool's
+code, first run at 9f04be5; see that folder's README) and `gpu`. Each issue runs through the real
+CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way the README's main
+command runs it, with the CLI's default total budget (`--budget-total`, 300 s) unless told
+otherwise. The baseline is the same pipeline with cold runs only (`--jobs 0`: every run a fresh
+interpreter importing torch, no warm workers), run in the same invocation so both see the same
+machine. Reported: per issue and stage, then per stage the median
 and max over the set, the whole triage's, when the report was out (the whole less torch's FX-graph
 minifier, which runs after the report is written and then updates it), and each triage's overrun
 of its total budget.
@@ -53,6 +53,7 @@ TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 45.0
 def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float, keep: Path | None = None) -> dict:
     """One triage through the CLI; `keep` copies its output folder (report, comment, minimized
     repro, regression test) to keep/STEM.MODE, so the verdicts can be read as well as timed."""
+    mode = "warm" if jobs else "cold"
     with tempfile.TemporaryDirectory(prefix="pt2-triage-bench-") as out:
         command = [sys.executable, "-m", "bot.cli", "triage", str(example), "--out", out, "--json",
                    "--jobs", str(jobs), "--budget", str(budget), "--budget-total", str(total)] + \
@@ -61,11 +62,11 @@ def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - started
         if keep:
-            shutil.copytree(out, keep / f"{example.stem}.{'warm' if jobs else 'cold'}", dirs_exist_ok=True)
+            shutil.copytree(out, keep / f"{example.stem}.{mode}", dirs_exist_ok=True)
     if done.returncode != 0:
         raise SystemExit(f"{example.name}: pt2-triage failed ({done.returncode}):\n{done.stderr[-2000:]}")
     report = json.loads(done.stdout)
-    return {"example": example.stem, "set": example.parent.name, "mode": "warm" if jobs else "cold",
+    return {"example": example.stem, "set": example.parent.name, "mode": mode,
             "wall_s": round(wall, 1), "overrun": round(max(0.0, wall / total - 1), 3),
             "category": report["classification"]["category"],
             "disposition": (report.get("disposition") or {}).get("kind", "-"), "stages": report["stage_seconds"],
