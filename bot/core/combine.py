@@ -70,6 +70,14 @@ class Evidence:
         one right verdict wrong and fixed none.)"""
         return self.features.says_compiler_not_used and not self.calls_pt2
 
+    def eager_error_shown(self, not_pt2: str) -> bool:
+        """The reporter says it fails without the compiler too, and the error shown bears it out:
+        a `not_pt2` rule read its traceback, whose frames never enter the compiler. Either alone
+        is a doubt (a comment may name `torch.compile`; tracebacks are often cut), both together
+        are the eager bug LABELING.md files as `not_pt2`."""
+        return (self.features.says_eager_fails_too and not self.pt2_trace
+                and self.winner is not None and self.winner.category == not_pt2)
+
     @property
     def positively_not_pt2(self) -> bool:
         """Something in the report says the compiler is not the cause (see the module docstring)."""
@@ -108,7 +116,7 @@ def candidates(evidence: Evidence, not_pt2: str) -> dict[str, float]:
     probabilities = dict(evidence.probabilities)
     if evidence.calls_pt2 and not evidence.features.says_eager_fails_too:
         probabilities.pop(not_pt2, None)
-    elif evidence.says_not_pt2 and not_pt2 in probabilities:
+    elif (evidence.says_not_pt2 or evidence.eager_error_shown(not_pt2)) and not_pt2 in probabilities:
         probabilities = {not_pt2: probabilities[not_pt2]}
     return probabilities
 

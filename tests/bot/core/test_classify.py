@@ -199,6 +199,25 @@ def test_the_same_words_do_not_outweigh_code_that_calls_the_compiler(classifier)
     assert classifier.classify_text(text).category != "not_pt2"
 
 
+SHAPE_ERROR_IN_EAGER = _traceback(USER, SITE + "torch/nn/modules/module.py", SITE + "torch/nn/modules/linear.py",
+                                  error="RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 4x5)")
+
+
+def test_eager_fails_too_with_an_eager_traceback_is_not_pt2(classifier):
+    """The reporter compiles in production (the code says so) but disabled the compiler and it still
+    fails, and the traceback shown never enters the compiler: the eager bug LABELING.md files as
+    `not_pt2`. Either piece alone leaves PT2 open."""
+    text = ("# Shape error in the classifier head\n\nWe run it with torch.compile in production, but I disabled "
+            "compile to debug and it still happens.\n```python\nhead = torch.compile(head)\n```\n" + SHAPE_ERROR_IN_EAGER)
+    evidence = classifier.report_evidence(text.encode())
+    assert evidence.features.says_eager_fails_too and evidence.features.pt2_entry_point
+    assert classifier.classify_text(text).category == "not_pt2"
+    unsaid = text.replace("but I disabled compile to debug and it still happens", "and it fails")
+    assert not classifier.report_evidence(unsaid.encode()).eager_error_shown("not_pt2")
+    through_dynamo = text.replace(SITE + "torch/nn/modules/module.py", SITE + "torch/_dynamo/eval_frame.py")
+    assert not classifier.report_evidence(through_dynamo.encode()).eager_error_shown("not_pt2")
+
+
 def test_a_comparison_with_eager_is_not_a_statement_that_the_compiler_is_unused(classifier):
     features = classifier.report_evidence(b"# Wrong output\n\nIt works fine when I did not use torch.compile.\n").features
     assert not features.says_compiler_not_used
