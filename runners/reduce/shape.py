@@ -34,6 +34,7 @@ import dataclasses
 from dataclasses import dataclass
 
 ENTRY_POINTS = ("compile", "export")
+MAX_FOLLOW = 8  # names followed to their values, and method calls through them (`x = x.float()` is a cycle)
 # Calls that make tensors (torch.<name>(...)); methods on a tensor (`.to`, `.cuda`, ...) keep one.
 TENSOR_FACTORIES = frozenset({
     "randn", "rand", "randint", "randn_like", "rand_like", "ones", "zeros", "ones_like", "zeros_like", "empty",
@@ -233,30 +234,42 @@ def _traced_by(target: ast.expr, functions: dict, classes: dict, seen: frozenset
 
 
 def _bindings(tree: ast.AST) -> dict[str, ast.expr]:
-    """Each simple name's last assigned value anywhere in the file (good enough for repro scripts)."""
+    """Each simple name's last assigned value anywhere in the file (good enough for repro scripts).
+    A value computed from the name itself (`x = x.float()`) keeps the one before it, which says
+    what the name is."""
     values = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            values[node.targets[0].id] = node.value
+            name = node.targets[0].id
+            if name not in values or not _reads_name(node.value, name):
+                values[name] = node.value
     return values
 
 
+def _reads_name(node: ast.expr, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
+
+
 def _resolved(node: ast.expr, bindings: dict[str, ast.expr], depth: int = 0) -> ast.expr:
-    while isinstance(node, ast.Name) and node.id in bindings and depth < 8:
+    while isinstance(node, ast.Name) and node.id in bindings and depth < MAX_FOLLOW:
         node, depth = bindings[node.id], depth + 1
     return node
 
 
-def _is_tensor(node: ast.expr, bindings: dict[str, ast.expr]) -> bool:
+def _is_tensor(node: ast.expr, bindings: dict[str, ast.expr], depth: int = 0) -> bool:
+    """Whether the expression makes a tensor, following names to their last value: `x = x.float()`
+    binds a name to a method call on itself, so the walk is bounded (`MAX_FOLLOW`)."""
     node = _resolved(node, bindings)
+    if depth > MAX_FOLLOW:
+        return False
     if isinstance(node, ast.Call):
         name = _torch_attribute(node.func)
         if name is not None:
             return name in TENSOR_FACTORIES
         if isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_METHODS:
-            return _is_tensor(node.func.value, bindings)
+            return _is_tensor(node.func.value, bindings, depth + 1)
     if isinstance(node, ast.Attribute) and node.attr == "T":
-        return _is_tensor(node.value, bindings)
+        return _is_tensor(node.value, bindings, depth + 1)
     return False
 
 

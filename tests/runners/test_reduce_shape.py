@@ -270,3 +270,28 @@ def test_an_original_that_already_uses_size_one_keeps_its_freedom():
     original = shape_of(ast.parse(DIM_EXPORT.replace("torch.randn(4, 8, 8)", "torch.randn(1, 8, 8)")))
     assert original.zero_one_dynamic
     assert original.kept_by(shape_of(ast.parse(DIM_EXPORT.replace("torch.randn(4, 8, 8)", "torch.randn(0)"))))
+
+
+SELF_REBOUND = """import torch
+class Potential(torch.nn.Module):
+    def forward(self, positions):
+        positions = positions.requires_grad_(True)
+        energy = (positions ** 2).sum()
+        return energy
+positions = torch.randn(8, 3)
+positions = positions.float()
+model = Potential()
+model = model.eval()
+torch.export.export(model, (positions,))
+"""
+
+
+def test_a_name_rebound_to_a_method_call_on_itself_is_followed_a_bounded_way():
+    """`x = x.requires_grad_()` binds a name to a call on itself (a real held-out report's force
+    field: the shape rule recursed until Python's limit and the triage died in minimize)."""
+    facts = shape(SELF_REBOUND)
+    assert facts.entry_points == {"export"} and facts.tensor_input  # `positions.float()` is read as its randn
+    # a cycle between two names ends too
+    assert not shape("import torch\na = b.float()\nb = a.float()\ntorch.compile(f)(a)\n").tensor_input
+    result = reduce_source(SELF_REBOUND, lambda source: "torch.export.export" in source and "** 2" in source)
+    assert "** 2" in result.source and result.stats.tokens_after < result.stats.tokens_before
