@@ -202,6 +202,7 @@ class TriageReport:
     disposition: Disposition | None = None
     workaround: Workaround | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    stage_errors: dict[str, str] = field(default_factory=dict)  # stage -> the internal error it was skipped for
     schema_version: int = SCHEMA_VERSION
     tool_version: str = __version__
 

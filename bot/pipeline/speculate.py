@@ -94,6 +94,8 @@ class Speculation:
             pass
         except BaseException as exc:  # NotReproducible, or a bug: adopt() decides what it means
             self.error = exc
+        finally:
+            self.minimizer.target_known.set()  # a search that ended before knowing its target wakes adopt()
 
     def adopt(self, script: str, deciding: RunRecord) -> MinimizeResult | None:
         """The search's result when it kept the failure the reproduction's `deciding` run showed, of

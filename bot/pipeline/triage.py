@@ -43,6 +43,9 @@ from bot.pipeline.placement import FailureTouches, frames_of, read_checkout, sug
 log = logging.getLogger(__name__)
 
 STAGES = ("extract", "classify", "reproduce", "minimize", "ladder", "dispose", "suggest", "regress", "graph", "write")  # in report.stage_seconds
+# Stages that refine what reproduce found: an internal error in one is reported (report.stage_errors)
+# and the triage goes on without it, so the verdict and the reproduction are never lost to it.
+REFINING_STAGES = frozenset({"minimize", "ladder", "dispose", "suggest", "regress", "graph"})
 Progress = Callable[[str, str, float], None]  # (stage, what happened, seconds)
 
 
@@ -88,8 +91,15 @@ class TriageRun:
     frames: tuple[str, ...] = ()
     reproducer: Reproducer | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # stage -> the internal error that stopped it
     cache_dir: str | None = None  # shared by minimize, ladder and test: one repro's kernels (not the reproduction's)
     speculation: Speculation | None = None  # the minimize begun beside the reproduction, until adopted or cancelled
+
+
+def internal_error(exc: Exception) -> str:
+    """One line for the report: the exception's type and the start of its message."""
+    message = " ".join(str(exc).split())[:200]
+    return f"internal error: {type(exc).__name__}" + (f": {message}" if message else "")
 
 
 def read_input(path: Path) -> tuple[str, str | None]:
@@ -139,7 +149,13 @@ class Triage:
 
     def timed(self, run: TriageRun, name: str, step: Callable[[TriageRun], str]) -> None:
         started = time.monotonic()
-        line = step(run)
+        try:
+            line = step(run)
+        except Exception as exc:  # noqa: BLE001 (a refining stage's bug must not cost the verdict)
+            if name not in REFINING_STAGES:
+                raise
+            log.exception("internal error in the %s stage", name)
+            run.errors[name] = line = internal_error(exc)
         run.seconds[name] = round(time.monotonic() - started, 2)
         self.progress(name, line, run.seconds[name])
 
@@ -426,7 +442,8 @@ class Triage:
             reporter_environment=run.request.environment, machine=self.machine, reproduction=run.reproduction,
             issue_number=self.options.issue_number, title=None, repro_source=run.script, minimized=run.minimized,
             test_suggestion=run.suggestion, regression_test=run.regression, ladder=run.ladder,
-            disposition=run.disposition, workaround=run.workaround, stage_seconds=dict(run.seconds))
+            disposition=run.disposition, workaround=run.workaround, stage_seconds=dict(run.seconds),
+            stage_errors=dict(run.errors))
 
     def write(self, report: TriageReport) -> str:
         out = self.options.out_dir

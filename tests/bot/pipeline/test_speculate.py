@@ -121,3 +121,19 @@ def test_a_minimize_whose_presumed_failure_the_reproduction_does_not_show_is_can
     changed = Speculation.start(lambda gated: Minimizer(classifier, gated, budget_s=60, parallelism=2, presume=True),
                                 pool.run, GRAPH_BREAK, parallelism=2)
     assert changed.adopt("import math\n" + GRAPH_BREAK, shown) is None and not changed.thread.is_alive()
+
+
+def test_a_search_that_fails_before_knowing_its_target_does_not_leave_adopt_waiting(classifier):
+    """A bug of ours that ends the search before it has classified the original must wake the
+    triage's `adopt` (which waits for the target): it then minimizes as without the speculation."""
+    class Broken(Minimizer):
+        def minimize(self, script, reproduced=None):
+            raise RecursionError("maximum recursion depth exceeded")
+
+    speculation = Speculation.start(lambda gated: Broken(classifier, gated, budget_s=60, presume=True),
+                                    lambda spec: None, GRAPH_BREAK, parallelism=2)
+    deciding = SimpleNamespace(classification=None, status="failed", duration_s=1.0)
+    finished = threading.Thread(target=lambda: speculation.adopt(GRAPH_BREAK, deciding), daemon=True)
+    finished.start()
+    finished.join(10)
+    assert not finished.is_alive() and isinstance(speculation.error, RecursionError)

@@ -306,3 +306,23 @@ def test_the_runs_after_the_reproduction_share_one_compile_cache_removed_at_the_
     shared = set(caches[first_shared:])
     assert len(shared) == 1 and len(caches) - first_shared >= 3, caches  # minimize, ladder and test
     assert not os.path.exists(shared.pop())
+
+
+@pytest.mark.slow
+def test_an_internal_error_in_minimize_is_reported_and_the_triage_goes_on(tmp_path, monkeypatch, capsys):
+    """A bug of ours in a refining stage (a held-out report's `x = x.requires_grad_()` once sent the
+    reducer's shape rule into endless recursion) must not cost the verdict, the reproduction or the
+    regression test: the stage is reported as failed and the triage goes on without it."""
+    from bot.pipeline import minimize
+
+    def broken(self, script, **_):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(minimize.Minimizer, "minimize", broken)
+    out = tmp_path / "out"
+    report = triage_example("recompile_limit.md", out, "--no-ladder")
+    assert report["reproduction"]["reproduced"] and report["minimized"] is None
+    assert report["stage_errors"] == {"minimize": "internal error: RecursionError: maximum recursion depth exceeded"}
+    assert report["regression_test"]["verification"] == "fails_same"
+    assert "minimize stage stopped on its own internal error: RecursionError" in (out / "comment.md").read_text()
+    assert "minimize failed: internal error: RecursionError" in capsys.readouterr().out
