@@ -7,8 +7,9 @@ input. A maintainer keeps three things, so the reducer never runs a candidate th
 
 - **tensor inputs stay tensors**: when the original passes a tensor to a compiled callable (a
   `torch.compile(...)` result, a function decorated with it, or `torch.export.export`'s example
-  inputs), some compiled call still receives one, and no compiled call receives a bare number the
-  original never passed;
+  inputs), some compiled call still receives one, no compiled call receives a bare number the
+  original never passed, and none receives one at an argument position where the original passed
+  only tensors (a sampler's `model(x, sigma)` passes a float, but `x` stays a tensor);
 - **the entry point stays**: a repro that calls `torch.compile` or `torch.export` keeps calling it;
 - **a branch on the input stays one**, for a failure a branch causes (the category's
   `minimize_branch` in bot/rules/categories.yaml: a graph break, an export failure, dynamic
@@ -58,6 +59,8 @@ class Shape:
     input_branch: bool  # some branch tests a function's input
     input_read: bool = False  # the traced code reads an input it is given
     zero_one_dynamic: bool = False  # a dimension marked dynamic has an example size of 0 or 1
+    tensor_slots: frozenset[int] = frozenset()  # the argument positions at which some compiled call receives a tensor
+    number_slots: frozenset[int] = frozenset()  # ... a bare number
 
     def without_branch(self) -> "Shape":
         """These facts with no branch to keep: for a failure that no branch causes."""
@@ -71,6 +74,7 @@ class Shape:
         return (self.entry_points <= other.entry_points
                 and (not self.tensor_input or other.tensor_input)
                 and (self.number_input or not other.number_input or not self.tensor_input)
+                and not other.number_slots & (self.tensor_slots - self.number_slots)
                 and (not self.input_branch or other.input_branch)
                 and (not self.input_read or other.input_read)
                 and (self.zero_one_dynamic or not other.zero_one_dynamic))
@@ -79,10 +83,15 @@ class Shape:
 def joined(original: Shape, leap: Shape) -> Shape:
     """What a reduction that went on from a leap keeps: the original's facts and those the leap
     shows that the original's code hid (a hoisted call passes `torch.randn(16)` where the script
-    passed a name the rule cannot follow, so a tensor input became a fact to keep)."""
+    passed a name the rule cannot follow, so a tensor input became a fact to keep). A number the
+    leap passes is one the original passed too (the hoist replays its recorded calls): without it,
+    a leap passing `sigma=80.0` that the original read from a list met a rule it broke itself, and
+    every candidate after it was refused."""
     return Shape(entry_points=original.entry_points | leap.entry_points,
                  tensor_input=original.tensor_input or leap.tensor_input,
-                 number_input=original.number_input,
+                 number_input=original.number_input or leap.number_input,
+                 tensor_slots=original.tensor_slots | leap.tensor_slots,
+                 number_slots=original.number_slots | leap.number_slots,
                  input_branch=original.input_branch or leap.input_branch,
                  input_read=original.input_read or leap.input_read,
                  zero_one_dynamic=original.zero_one_dynamic)
@@ -91,12 +100,14 @@ def joined(original: Shape, leap: Shape) -> Shape:
 def shape_of(tree: ast.AST) -> Shape:
     bindings = _bindings(tree)
     compiled = _compiled_names(tree)
-    inputs = [item for call in ast.walk(tree) if isinstance(call, ast.Call) for arg in _compiled_inputs(call, compiled)
-              for item in _unpacked(arg, bindings)]
+    inputs = [(slot, item) for call in ast.walk(tree) if isinstance(call, ast.Call)
+              for slot, item in enumerate(item for arg in _compiled_inputs(call, compiled) for item in _unpacked(arg, bindings))]
+    tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings))
+    number_slots = frozenset(slot for slot, arg in inputs if _is_number(arg, bindings))
     entries = _entry_functions(tree, bindings)
     return Shape(entry_points=frozenset(_entry_points(tree)),
-                 tensor_input=any(_is_tensor(arg, bindings) for arg in inputs),
-                 number_input=any(_is_number(arg, bindings) for arg in inputs),
+                 tensor_input=bool(tensor_slots), number_input=bool(number_slots),
+                 tensor_slots=tensor_slots, number_slots=number_slots,
                  input_branch=any(map(_branches_on_input, _compiled_functions(tree, bindings))),
                  # code the file does not define (`torch.compile(nn.Linear(2, 1))`) reads its input as far as we know
                  input_read=not entries or any(map(_uses_input, entries)),

@@ -295,3 +295,34 @@ def test_a_name_rebound_to_a_method_call_on_itself_is_followed_a_bounded_way():
     assert not shape("import torch\na = b.float()\nb = a.float()\ntorch.compile(f)(a)\n").tensor_input
     result = reduce_source(SELF_REBOUND, lambda source: "torch.export.export" in source and "** 2" in source)
     assert "** 2" in result.source and result.stats.tokens_after < result.stats.tokens_before
+
+
+def test_a_leap_keeps_what_is_joined_from_it():
+    """The hoist replays a sampler's recorded calls: `model(torch.randn(16, 32), 80.0)` where the
+    script passed `s_cur` from a list. The search goes on from the leap, so the leap itself, and a
+    candidate that only drops one of its calls, keep the joined shape (a held-out report's
+    diffusion sampler once stopped at 55 of 69 lines: 706 candidates refused, none run)."""
+    from runners.reduce.shape import joined
+
+    original = shape("""import torch
+def sample(denoiser, sigmas):
+    x = torch.randn(16, 32)
+    for s in sigmas:
+        x = denoiser(x, s)
+model = torch.compile(Denoiser())
+sample(model, schedule())
+""")
+    leap_source = ("import torch\nmodel = torch.compile(Denoiser())\nmodel(torch.randn(16, 32), 80.0)\n"
+                   "model(torch.randn(16, 32), 57.5)\n")
+    kept = joined(original, shape(leap_source))
+    assert kept.tensor_input and kept.kept_by(shape(leap_source))
+    assert kept.kept_by(shape(leap_source.replace("model(torch.randn(16, 32), 57.5)\n", "")))
+
+
+def test_a_number_passed_beside_a_tensor_does_not_let_the_tensor_become_a_number():
+    """`model(x, sigma)`: the float at position 1 is the original's, but a candidate passing `1` for
+    `x` has turned a tensor into an int (what the reducer made of the sampler before this rule)."""
+    original = shape("import torch\nmodel = torch.compile(f)\nmodel(torch.randn(16, 32), 80.0)\n")
+    assert original.tensor_input and original.number_input
+    assert original.kept_by(shape("import torch\nmodel = torch.compile(f)\nmodel(torch.ones(1), 1.0)\n"))
+    assert not original.kept_by(shape("import torch\nmodel = torch.compile(f)\nmodel(1, 1.0)\nmodel(torch.ones(1), 2.0)\n"))
