@@ -126,6 +126,7 @@ def assert_matches_eager(parts: ReproParts) -> bool:
     """Make the body compare compiled with eager results. False when it found nothing to compare."""
     if _replace_explicit_comparisons(parts):
         return True
+    _name_constructed_targets(parts)
     compiled = _compiled_names(parts)
     for index in range(len(parts.body) - 1, -1, -1):
         call = _call_of(parts.body[index], compiled)
@@ -135,6 +136,22 @@ def assert_matches_eager(parts: ReproParts) -> bool:
             _replace_call(parts.body, index + len(comparison), call)
             return True
     return False
+
+
+def _name_constructed_targets(parts: ReproParts) -> None:
+    """`torch.compile(nn.Linear(32, 1))`: the module is made where it is compiled, so "run it eager"
+    would make another one, with other weights. Each such target is first bound to a name (before
+    its statement) that the eager run and the compiled one then share."""
+    for index in range(len(parts.body) - 1, -1, -1):
+        statement = parts.body[index]
+        if not isinstance(statement, (ast.Expr, ast.Assign)):
+            continue
+        made = [node for node in ast.walk(statement) if isinstance(node, ast.Call) and ast.unparse(node.func) in
+                ("torch.compile", "compile") and node.args and isinstance(node.args[0], ast.Call)]
+        for number, compile_call in enumerate(reversed(made)):
+            name = "module" if len(made) == 1 else f"module{len(made) - number}"
+            parts.body.insert(index, ast.Assign([ast.Name(name)], compile_call.args[0], lineno=0))
+            compile_call.args[0] = ast.Name(name)
 
 
 def _replace_explicit_comparisons(parts: ReproParts) -> bool:
@@ -227,6 +244,8 @@ def _replace_call(body: list[ast.stmt], index: int, call: ast.Call) -> None:
         for name, value in ast.iter_fields(parent):
             if value is call:
                 setattr(parent, name, ast.Name("actual"))
+            elif isinstance(value, list):  # an argument: `torch.autograd.grad(compiled(x), x)`
+                value[:] = [ast.Name("actual") if item is call else item for item in value]
 
 
 # -- naming --------------------------------------------------------------------------------------

@@ -142,3 +142,18 @@ def test_the_generated_test_really_fails_against_installed_torch_for_the_same_re
     verdict, sentence = verification_verdict(repro, classifier.classify_text(output_text(result)), result.status)
     assert result.status == "failed" and verdict == "fails_same", sentence
     assert "test_relu_inductor_compiles_issue_77" in output_text(result)
+
+
+def test_a_module_made_where_it_is_compiled_is_shared_by_the_eager_and_the_compiled_run():
+    """`torch.compile(nn.Linear(32, 1))(fake)`: eager must run the same module (the same weights),
+    and the statement that used the compiled call goes on with its result (a held-out WGAN-GP's
+    test once compared two differently initialised layers and failed on that, not on the bug)."""
+    source = ("import torch\nimport torch.nn as nn\nfake = torch.ones(1, 32, requires_grad=True)\n"
+              "grads, = torch.autograd.grad(torch.compile(nn.Linear(32, 1))(fake), fake, create_graph=True)\n"
+              "grads.mean().backward()\n")
+    test = generate(source, FAIL, PLANS["aot_autograd_failure"], device="cpu", issue_number=None)
+    body = test.method_source
+    assert "module = nn.Linear(32, 1)" in body
+    assert body.index("expected = module(fake)") < body.index("actual = torch.compile(module)(fake)")
+    assert "torch.autograd.grad(actual, fake, create_graph=True)" in body
+    assert body.count("nn.Linear(32, 1)") == 1
