@@ -13,7 +13,9 @@ copy whose source a later line mutates in place, say) is refused like any other 
   in the rest of its function (or module), until either is bound again;
 - `x = f(...)` with `x` read nowhere -> `f(...)`: the call stays, the name goes;
 - `[block for i in range(1)]` -> `[block]`: a comprehension over one value, its element not reading
-  the loop variable.
+  the loop variable;
+- `a, b = (x, y)` -> `a = x` and `b = y`: an unpacking of a written-out tuple, when no item reads a
+  name bound before it (`a, b = b, a` stays), so that the unread parts can go one by one.
 """
 from __future__ import annotations
 
@@ -42,6 +44,8 @@ def fold_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
         yield "folds", _fold_comprehensions
     for path, index in _copies(tree):
         yield "folds", _propagate_copy(path, index)
+    for path, index in _unpackings(tree):
+        yield "folds", _split_unpacking(path, index)
 
 
 # -- literal arithmetic -------------------------------------------------------------------------------
@@ -231,3 +235,39 @@ def _fold_comprehensions(tree: ast.AST) -> bool:
             return ast.List(elts=[node.elt], ctx=ast.Load()) if id(node) in folded else node
     Folder().visit(tree)
     return bool(folded)
+
+
+# -- unpacking a written-out tuple --------------------------------------------------------------------
+
+def _split_targets(statement: ast.stmt) -> list[tuple[ast.Name, ast.expr]] | None:
+    """(name, value) pairs of `a, b = (x, y)` when assigning them one after another means the same."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], (ast.Tuple, ast.List))
+            and isinstance(statement.value, (ast.Tuple, ast.List))):
+        return None
+    names, values = statement.targets[0].elts, statement.value.elts
+    if len(names) != len(values) or not all(isinstance(name, ast.Name) for name in names):
+        return None
+    for position, value in enumerate(values):
+        earlier = {name.id for name in names[:position]}
+        if any(isinstance(node, (ast.Starred, ast.NamedExpr)) or (isinstance(node, ast.Name) and node.id in earlier)
+               for node in ast.walk(value)):
+            return None
+    return list(zip(names, values))
+
+
+def _unpackings(tree: ast.AST) -> list[tuple[NodePath, int]]:
+    return [(path, index) for path, scope in _scope_bodies(tree) for index, statement in enumerate(scope.body)
+            if _split_targets(statement) is not None]
+
+
+def _split_unpacking(path: NodePath, index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        scope = resolve(tree, path)
+        pairs = _split_targets(scope.body[index]) if index < len(scope.body) else None
+        if pairs is None:
+            return False
+        scope.body[index:index + 1] = [ast.Assign([ast.Name(name.id, ast.Store())], value, lineno=0)
+                                       for name, value in pairs]
+        return True
+    return edit

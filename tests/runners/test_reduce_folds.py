@@ -96,3 +96,16 @@ print(Net().forward(21))
     reduced = Reducer(prints("42\n")).reduce(source).source
     assert "blocks" not in reduced and "for " not in reduced, reduced
     assert prints("42\n")(reduced)
+
+
+def test_an_unpacking_of_a_written_out_tuple_becomes_one_assignment_per_name():
+    """`mixed, y_a, y_b = (mixed, targets, targets[perm])` (what a mixup step was cut to) becomes three
+    assignments, so the dead-code pass can take the unread ones; a swap keeps its meaning only as one."""
+    source = "def f(t, m):\n    m, a, b = (m, t, t * 2)\n    return b\nprint(f(3, 1))\n"
+    folded = applied(source, fold_edits)
+    assert len(folded) == 1 and "    m = m\n    a = t\n    b = t * 2\n" in folded[0][1]
+    assert prints("6\n")(folded[0][1])
+    swap = applied("a, b = 1, 2\na, b = b, a\nprint(a)\n", fold_edits)
+    assert len(swap) == 1 and "a = 1\nb = 2\na, b = (b, a)\n" in swap[0][1]  # only the first splits
+    reduced = Reducer(prints("6\n")).reduce(source).source
+    assert "a = t" not in reduced and "m, a" not in reduced
