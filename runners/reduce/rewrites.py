@@ -9,7 +9,7 @@ from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.paths import replace_with, resolve, set_child, statement_lists, walk_paths
-from runners.reduce.shape import is_compile, strip_methods
+from runners.reduce.shape import is_compile, is_export, strip_methods
 
 
 def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -107,8 +107,8 @@ CALL_METHODS = ("forward", "__call__")  # what calling an instance runs
 
 def call_parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Drop a parameter of a module's `forward` (or `__call__`) with the matching argument where an
-    instance is called: `Net()(x, mask)`, `model(x, mask)` for `model = Net()`, and the compiled
-    `torch.compile(model)(x, mask)`. Without this a parameter `forward` never reads stays, and the
+    instance is called: `Net()(x, mask)`, `model(x, mask)` for `model = Net()`, the compiled
+    `torch.compile(model)(x, mask)`, and the exported `torch.export.export(model, (x, mask))`. Without this a parameter `forward` never reads stays, and the
     call must pass something for it: the reducer shrank that argument to `()`. Only a parameter
     the body never mentions goes: one the body assigns (`x = self.embed(tokens)`) still lets a
     wrapper give way to its inner layer (`Encoder()(x, mask)` -> `Attention()(x, mask)`), which
@@ -134,9 +134,13 @@ def _drop_call_parameter(class_name: str, method_name: str, param_index: int) ->
         args = method.args
         parameter = args.args[param_index].arg
         sites = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and _calls_instance(call.func, class_name, tree)]
-        if not sites:
+        exports = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and is_export(call)
+                   and len(call.args) >= 2 and _calls_instance(call.args[0], class_name, tree)]
+        if not sites and not exports:
             return False
         defaults_start = len(args.args) - len(args.defaults)
+        if not all(_drop_example_input(call, param_index - 1, parameter, param_index < defaults_start) for call in exports):
+            return False
         for call in sites:
             if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
                 return False
@@ -150,6 +154,30 @@ def _drop_call_parameter(class_name: str, method_name: str, param_index: int) ->
         del args.args[param_index]
         return True
     return edit
+
+
+def _drop_example_input(call: ast.Call, position: int, parameter: str, required: bool) -> bool:
+    """`torch.export.export(Net(), (x, species), dynamic_shapes=...)` without the input at `position`
+    (and its `dynamic_shapes` entry): False when the inputs are not written out, or a required
+    parameter is not among them."""
+    inputs = call.args[1]
+    if not isinstance(inputs, (ast.Tuple, ast.List)) or any(isinstance(item, ast.Starred) for item in inputs.elts):
+        return False
+    if position < len(inputs.elts):
+        del inputs.elts[position]
+    elif required:
+        return False
+    for keyword in call.keywords:
+        spec = keyword.value
+        if keyword.arg != "dynamic_shapes":
+            continue
+        if isinstance(spec, ast.Dict):
+            kept = [(k, v) for k, v in zip(spec.keys, spec.values)
+                    if not (isinstance(k, ast.Constant) and k.value == parameter)]
+            spec.keys, spec.values = [k for k, _ in kept], [v for _, v in kept]
+        elif isinstance(spec, (ast.Tuple, ast.List)) and position < len(spec.elts):
+            del spec.elts[position]
+    return True
 
 
 def _calls_instance(func: ast.expr, class_name: str, tree: ast.AST) -> bool:

@@ -143,3 +143,21 @@ def test_a_parameter_every_call_leaves_at_one_literal_is_put_in_place():
     assert "def make(depth=2)" in width and "return (Tagger(tags=3), 8 * depth)" in width and "make()\nmake(2)" in width
     assert "def make(width)" in depth and "make(8)\nmake(8)" in depth
     assert len(applied(source.replace("make(8, 2)", "make(8, 3)"), default_edits)) == 3  # depth 2 and 3: not one literal
+
+
+def test_an_unread_forward_parameter_goes_with_its_example_input_and_dynamic_shape():
+    """`forward(self, positions, species)` with `species` unread, exported with both inputs: the
+    parameter goes together with its example input and its `dynamic_shapes` entry (a held-out force
+    field's repro kept `species` and a `torch.ones(1)` for it)."""
+    from runners.reduce.rewrites import parameter_edits
+
+    source = ("import torch\nclass Pair(torch.nn.Module):\n    def forward(self, positions, species):\n"
+              "        return positions.sum()\n"
+              "torch.export.export(Pair(), (torch.ones(3), torch.ones(2)), "
+              "dynamic_shapes={'positions': None, 'species': None})\n")
+    dropped = [program for _, program in applied(source, parameter_edits)]
+    assert len(dropped) == 1
+    assert "def forward(self, positions):" in dropped[0]
+    assert "(torch.ones(3),), dynamic_shapes={'positions': None})" in dropped[0]
+    not_written_out = ast.parse(source.replace("(torch.ones(3), torch.ones(2))", "inputs"))
+    assert not any(edit(copy.deepcopy(not_written_out)) for _, edit in parameter_edits(not_written_out))
