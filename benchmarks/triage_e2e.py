@@ -3,7 +3,8 @@
 Sets: `examples` (the README's four example issues), `realistic` (benchmarks/realistic_issues/:
 six issues of 40-100 line scripts written like real reports, one category each, never used in the
 tests), `fresh` (benchmarks/fresh_issues/: five more, written by a helper that never read the tool's
-code, first run at 9f04be5; see that folder's README) and `gpu`. Each issue runs through the real
+code, first run at 9f04be5; see that folder's README), `fresh2` (benchmarks/fresh_issues_2/: six more by
+another such helper, first run at 452be6a) and `gpu`. Each issue runs through the real
 CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way the README's main
 command runs it, with the CLI's default total budget (`--budget-total`, 300 s) unless told
 otherwise. The baseline is the same pipeline with cold runs only (`--jobs 0`: every run a fresh
@@ -46,6 +47,7 @@ def issues_in(folder: Path) -> list[Path]:
 SETS = {"examples": issues_in(ROOT / "examples"),
         "realistic": issues_in(ROOT / "benchmarks" / "realistic_issues"),
         "fresh": issues_in(ROOT / "benchmarks" / "fresh_issues"),
+        "fresh2": issues_in(ROOT / "benchmarks" / "fresh_issues_2"),
         "gpu": issues_in(ROOT / "benchmarks" / "gpu_issues")}
 TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 45.0
 
@@ -75,7 +77,8 @@ def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float
             "minimize_passes": {name: (runs, (report["minimized"].get("seconds_by_pass") or {}).get(name, 0.0))
                                 for name, runs in (report["minimized"].get("runs_by_pass") or {}).items()}
             if report["minimized"] else {},
-            "minimize_progress": (report["minimized"] or {}).get("progress") or []}
+            "minimize_progress": (report["minimized"] or {}).get("progress") or [],
+            "stage_errors": report.get("stage_errors") or {}}
 
 
 def near_final(progress: list, wall_s: float, within: float = 0.1) -> str:
@@ -96,6 +99,8 @@ def print_table(rows: list[dict]) -> None:
         if row.get("minimize_passes"):  # where minimize's time went: runs and seconds per reducer pass
             print(" " * 32 + "minimize: " + ", ".join(f"{name} {runs} runs {seconds:.0f} s"
                                                       for name, (runs, seconds) in row["minimize_passes"].items() if runs))
+        for stage, error in row.get("stage_errors", {}).items():  # a stage our own bug stopped
+            print(" " * 32 + f"{stage} FAILED: {error}")
         if row.get("minimize_progress"):
             print(" " * 32 + "minimize: " + near_final(row["minimize_progress"], row["stages"].get("minimize", 0.0)))
 
