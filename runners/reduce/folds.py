@@ -15,7 +15,8 @@ copy whose source a later line mutates in place, say) is refused like any other 
 - `[block for i in range(1)]` -> `[block]`: a comprehension over one value, its element not reading
   the loop variable;
 - `a, b = (x, y)` -> `a = x` and `b = y`: an unpacking of a written-out tuple, when no item reads a
-  name bound before it (`a, b = b, a` stays), so that the unread parts can go one by one.
+  name bound before it (`a, b = b, a` stays); the parts that then do nothing (`a = a`, a name or
+  constant bound to a name nothing reads) go in the same candidate.
 """
 from __future__ import annotations
 
@@ -269,5 +270,18 @@ def _split_unpacking(path: NodePath, index: int) -> Edit:
             return False
         scope.body[index:index + 1] = [ast.Assign([ast.Name(name.id, ast.Store())], value, lineno=0)
                                        for name, value in pairs]
+        read = _reads(tree)[0]
+        scope.body[index:index + len(pairs)] = [
+            statement for statement in scope.body[index:index + len(pairs)]
+            if not _does_nothing(statement, read)] or [ast.Pass()]
         return True
     return edit
+
+
+def _does_nothing(assignment: ast.Assign, read: set[str]) -> bool:
+    """`a = a`, or `a = b` / `a = 1` with `a` read nowhere: what splitting an unpacking leaves that
+    can go with it (a candidate must be smaller than the program it comes from)."""
+    name, value = assignment.targets[0].id, assignment.value
+    if isinstance(value, ast.Name) and value.id == name:
+        return True
+    return name not in read and isinstance(value, (ast.Name, ast.Constant))
