@@ -142,16 +142,20 @@ def _name_constructed_targets(parts: ReproParts) -> None:
     """`torch.compile(nn.Linear(32, 1))`: the module is made where it is compiled, so "run it eager"
     would make another one, with other weights. Each such target is first bound to a name (before
     its statement) that the eager run and the compiled one then share."""
-    for index in range(len(parts.body) - 1, -1, -1):
+    taken = {node.id for statement in parts.body for node in ast.walk(statement) if isinstance(node, ast.Name)}
+    names = (name for name in ["module"] + [f"module{n}" for n in range(2, 100)] if name not in taken)
+    index = 0
+    while index < len(parts.body):
         statement = parts.body[index]
-        if not isinstance(statement, (ast.Expr, ast.Assign)):
-            continue
         made = [node for node in ast.walk(statement) if isinstance(node, ast.Call) and ast.unparse(node.func) in
-                ("torch.compile", "compile") and node.args and isinstance(node.args[0], ast.Call)]
-        for number, compile_call in enumerate(reversed(made)):
-            name = "module" if len(made) == 1 else f"module{len(made) - number}"
+                ("torch.compile", "compile") and node.args and isinstance(node.args[0], ast.Call)] \
+            if isinstance(statement, (ast.Expr, ast.Assign)) else []
+        for compile_call in made:
+            name = next(names)
             parts.body.insert(index, ast.Assign([ast.Name(name)], compile_call.args[0], lineno=0))
             compile_call.args[0] = ast.Name(name)
+            index += 1
+        index += 1
 
 
 def _replace_explicit_comparisons(parts: ReproParts) -> bool:

@@ -157,3 +157,6 @@ def test_a_module_made_where_it_is_compiled_is_shared_by_the_eager_and_the_compi
     assert body.index("expected = module(fake)") < body.index("actual = torch.compile(module)(fake)")
     assert "torch.autograd.grad(actual, fake, create_graph=True)" in body
     assert body.count("nn.Linear(32, 1)") == 1
+    twice = source.replace("fake = torch.ones(1, 32, requires_grad=True)", "fake = torch.compile(nn.Linear(1, 32))(torch.ones(1))")
+    body = generate(twice, FAIL, PLANS["aot_autograd_failure"], device="cpu", issue_number=None).method_source
+    assert "module = nn.Linear(1, 32)" in body and "module2 = nn.Linear(32, 1)" in body  # one name each
