@@ -4,7 +4,7 @@ Sets: `examples` (the README's four example issues), `realistic` (benchmarks/rea
 six issues of 40-100 line scripts written like real reports, one category each, never used in the
 tests), `fresh` (benchmarks/fresh_issues/: five more, written by a helper that never read the tool's
 code, first run at 9f04be5; see that folder's README), `fresh2` (benchmarks/fresh_issues_2/: six more by
-another such helper, first run at 452be6a) and `gpu`. Each issue runs through the real
+another such helper, first run at 5d1a342) and `gpu`. Each issue runs through the real
 CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way the README's main
 command runs it, with the CLI's default total budget (`--budget-total`, 300 s) unless told
 otherwise. The baseline is the same pipeline with cold runs only (`--jobs 0`: every run a fresh
