@@ -147,8 +147,7 @@ def _name_constructed_targets(parts: ReproParts) -> None:
     index = 0
     while index < len(parts.body):
         statement = parts.body[index]
-        made = [node for node in ast.walk(statement) if isinstance(node, ast.Call) and ast.unparse(node.func) in
-                ("torch.compile", "compile") and node.args and isinstance(node.args[0], ast.Call)] \
+        made = [node for node in ast.walk(statement) if _compiles(node) and isinstance(node.args[0], ast.Call)] \
             if isinstance(statement, (ast.Expr, ast.Assign)) else []
         for compile_call in made:
             name = next(names)
@@ -190,10 +189,14 @@ def _compiled_names(parts: ReproParts) -> dict[str, ast.expr]:
     found = {}
     for node in parts.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and isinstance(node.value, ast.Call) and ast.unparse(node.value.func) in ("torch.compile", "compile") \
-                and node.value.args:
+                and _compiles(node.value):
             found[node.targets[0].id] = node.value.args[0]
     return found
+
+
+def _compiles(node: ast.AST) -> bool:
+    """`torch.compile(target, ...)` (or `compile(target)` after `from torch import compile`)."""
+    return isinstance(node, ast.Call) and ast.unparse(node.func) in ("torch.compile", "compile") and bool(node.args)
 
 
 def _call_of(node: ast.stmt, compiled: dict[str, ast.expr]) -> ast.Call | None:

@@ -31,7 +31,7 @@ from bot.core import outcome
 from bot.core.disposition import Disposition
 from bot.core.records import Classification, TriageRequest
 from bot.core.source import code_lines, with_backend
-from bot.pipeline.regress import generate, verification_verdict
+from bot.pipeline.regress import generate, one_line, verification_verdict
 from bot.pipeline.test_patch import patch_adding
 from bot.core.report import (LadderReport, MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord,
                              TestSuggestion, TriageReport, Workaround)
@@ -98,7 +98,7 @@ class TriageRun:
 
 def internal_error(exc: Exception) -> str:
     """One line for the report: the exception's type and the start of its message."""
-    message = " ".join(str(exc).split())[:200]
+    message = one_line(str(exc), 200)
     return f"internal error: {type(exc).__name__}" + (f": {message}" if message else "")
 
 

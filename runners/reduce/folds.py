@@ -25,7 +25,7 @@ import operator
 from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
-from runners.reduce.dead import _reads, target_names
+from runners.reduce.dead import _reads, _unread_assignment, target_names
 from runners.reduce.literals import single_value
 from runners.reduce.paths import resolve, walk_paths
 
@@ -279,9 +279,8 @@ def _split_unpacking(path: NodePath, index: int) -> Edit:
 
 
 def _does_nothing(assignment: ast.Assign, read: set[str]) -> bool:
-    """`a = a`, or `a = b` / `a = 1` with `a` read nowhere: what splitting an unpacking leaves that
-    can go with it (a candidate must be smaller than the program it comes from)."""
-    name, value = assignment.targets[0].id, assignment.value
-    if isinstance(value, ast.Name) and value.id == name:
-        return True
-    return name not in read and isinstance(value, (ast.Name, ast.Constant))
+    """`a = a`, or what the dead-code pass would take (a name read nowhere, bound to a value that
+    calls nothing): what splitting an unpacking leaves that can go with it, since a candidate must
+    be smaller than the program it comes from."""
+    value = assignment.value
+    return (isinstance(value, ast.Name) and value.id == assignment.targets[0].id) or _unread_assignment(assignment, read)

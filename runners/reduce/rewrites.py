@@ -108,8 +108,9 @@ CALL_METHODS = ("forward", "__call__")  # what calling an instance runs
 def call_parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Drop a parameter of a module's `forward` (or `__call__`) with the matching argument where an
     instance is called: `Net()(x, mask)`, `model(x, mask)` for `model = Net()`, the compiled
-    `torch.compile(model)(x, mask)`, and the exported `torch.export.export(model, (x, mask))`. Without this a parameter `forward` never reads stays, and the
-    call must pass something for it: the reducer shrank that argument to `()`. Only a parameter
+    `torch.compile(model)(x, mask)`, and the exported `torch.export.export(model, (x, mask))`.
+    Without this a parameter `forward` never reads stays, and the call must pass something for
+    it: the reducer shrank that argument to `()`. Only a parameter
     the body never mentions goes: one the body assigns (`x = self.embed(tokens)`) still lets a
     wrapper give way to its inner layer (`Encoder()(x, mask)` -> `Attention()(x, mask)`), which
     the 93-line graph-break report needs (123 tokens instead of 58 when it went)."""
