@@ -164,6 +164,19 @@ def test_the_scripts_own_value_check_failing_under_compile_is_accuracy(classifie
     assert f"raised by `{check}`" in result.evidence[0].text
 
 
+def test_a_report_of_wrong_numbers_from_an_aoti_package_is_an_aoti_failure(classifier):
+    """LABELING.md's tie-break 1 (the entry point owns what surfaced below it) comes before wrong
+    numbers' tie-break 4. The verdict picks the first run's diagnostics: AOTInductor's input
+    checks then show the cause (a stride the package did not expect) instead of a silent mismatch."""
+    report = ("# Exported model gives different logits\n\n```python\n"
+              "package = torch._inductor.aoti_compile_and_package(torch.export.export(model, (x,)))\n"
+              "out = torch._inductor.aoti_load_package(package)(batch)\n```\n\n```\n" + OWN_CHECK_FAILED + "```\n")
+    assert classifier.classify_text(report).category == "aoti_failure"
+    compiled = report.replace("torch._inductor.aoti_compile_and_package(torch.export.export(model, (x,)))",
+                              "torch.compile(model)").replace("torch._inductor.aoti_load_package(package)", "package")
+    assert classifier.classify_text(compiled).category == "accuracy"
+
+
 def test_an_assert_on_anything_but_values_is_not_read_as_a_value_check(classifier):
     shape_check = OWN_CHECK_FAILED.replace("assert torch.allclose(eager_logits, compiled_logits, atol=1e-4), (",
                                            "assert logits.shape == (4, 5), (")
