@@ -100,6 +100,63 @@ def parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
         for index in range(first, len(function.args.posonlyargs + function.args.args)):
             yield "parameters", _drop_parameter(owner.name, function is not owner, index, index - first)
     yield from call_parameter_edits(tree)
+    for cls, method in _self_called_methods(tree):
+        for index in range(1, len(method.args.args)):
+            yield "parameters", _drop_method_parameter(cls.name, method.name, index)
+
+
+def _self_called_methods(tree: ast.AST) -> Iterator[tuple[ast.ClassDef, ast.FunctionDef]]:
+    """Each plain method of a module-level class that is used only as `self.method(...)` calls
+    inside its class: every call site is then known, so a parameter or the method itself can go.
+    (Not `forward`/`__call__` or other dunders, which Python and torch call themselves.)"""
+    uses: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            uses[node.attr] = uses.get(node.attr, 0) + 1
+    for cls in getattr(tree, "body", []):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for method in cls.body:
+            if (isinstance(method, ast.FunctionDef) and not method.decorator_list and not method.name.startswith("__")
+                    and method.name not in CALL_METHODS and method.args.args and method.args.args[0].arg == "self"
+                    and 0 < len(_self_calls(cls, method.name)) == uses.get(method.name, 0)):
+                yield cls, method
+
+
+def _self_calls(cls: ast.ClassDef, name: str) -> list[ast.Call]:
+    """The `self.name(...)` calls inside `cls`."""
+    return [node for node in ast.walk(cls) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == name and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"]
+
+
+def _class_method(tree: ast.AST, class_name: str, name: str) -> tuple[ast.ClassDef, ast.FunctionDef] | None:
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+    method = cls and next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    return (cls, method) if method is not None else None
+
+
+def _drop_method_parameter(class_name: str, method_name: str, param_index: int) -> Edit:
+    """Drop a method's parameter and its argument at each `self.method(...)` call (see `_self_called_methods`)."""
+    def edit(tree: ast.AST) -> bool:
+        found = _class_method(tree, class_name, method_name)
+        if found is None or param_index >= len(found[1].args.args) or found[1].args.posonlyargs:
+            return False
+        cls, method = found
+        args, parameter = method.args, method.args.args[param_index].arg
+        defaults_start = len(args.args) - len(args.defaults)
+        for call in _self_calls(cls, method_name):
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return False
+            if param_index - 1 < len(call.args):
+                del call.args[param_index - 1]
+            elif param_index < defaults_start and not any(k.arg == parameter for k in call.keywords):
+                return False
+            call.keywords = [k for k in call.keywords if k.arg != parameter]
+        if param_index >= defaults_start:
+            del args.defaults[param_index - defaults_start]
+        del args.args[param_index]
+        return True
+    return edit
 
 
 CALL_METHODS = ("forward", "__call__")  # what calling an instance runs
@@ -232,7 +289,8 @@ def _calls(node: ast.AST, name: str) -> bool:
 
 def inline_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Inline a variable assigned once and read once (`y = f(x); g(y)` -> `g(f(x))`), and a
-    module-level function called once (its body moved to the call, see `_inline_call`)."""
+    module-level function (or a method, through `self`) called once (its body moved to the call,
+    see `_inline_call`)."""
     stores: dict[str, int] = {}
     loads: dict[str, int] = {}
     for node in ast.walk(tree):
@@ -248,23 +306,33 @@ def inline_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     for node in getattr(tree, "body", []):
         if isinstance(node, ast.FunctionDef) and loads.get(node.name) == 1 and stores.get(node.name) == 2:
             yield "inline", _inline_call(node.name)
+    for cls, method in _self_called_methods(tree):
+        if len(_self_calls(cls, method.name)) == 1:
+            yield "inline", _inline_call(method.name, cls.name)
 
 
-def _inline_call(name: str) -> Edit:
+def _inline_call(name: str, class_name: str | None = None) -> Edit:
     """`def f(a): s1; return e` called once as `... f(x) ...` in some statement S: before S put
     `a = x; s1`, replace the call by `e` (a bare `f(x)` statement just becomes the body) and
-    delete the def. Only for plain functions: no decorators, *args or yield, `return` only last."""
+    delete the def. Only for plain functions: no decorators, *args or yield, `return` only last.
+    With `class_name`, the method `name` of that class called once as `self.name(x)` in another
+    of its methods (`self` is the same object in both)."""
     def edit(tree: ast.AST) -> bool:
-        function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+        if class_name is None:
+            owner, function = tree, next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+        else:
+            owner, function = _class_method(tree, class_name, name) or (None, None)
         if function is None or function.decorator_list or not _straight_line(function):
             return False
+        calls = _self_calls(owner, name) if class_name is not None else []
         site = next(((path, node) for path, node in walk_paths(tree)
-                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name), None)
+                     if isinstance(node, ast.Call) and (any(node is c for c in calls) if class_name is not None else
+                                                        isinstance(node.func, ast.Name) and node.func.id == name)), None)
         if site is None:
             return False
         call_path, call = site
         statement_at = _enclosing_statement(tree, call_path)
-        binding = _bind_arguments(function.args, call)
+        binding = _bind_arguments(function.args, call, skip_self=class_name is not None)
         if statement_at is None or binding is None or function in [resolve(tree, call_path[:i]) for i in range(len(call_path))]:
             return False
         block, index = statement_at
@@ -280,7 +348,7 @@ def _inline_call(name: str) -> Edit:
             set_child(resolve(tree, call_path[:-1]), call_path[-1], value if value is not None else ast.Constant(None))
             replacement = [statement]
         block[index:index + 1] = prologue + body + replacement or [ast.Pass()]
-        tree.body.remove(function)
+        owner.body.remove(function)
         return True
     return edit
 

@@ -145,6 +145,39 @@ def test_a_function_called_once_is_inlined_into_its_caller():
     assert result.stats.passes.get("inline")
 
 
+def test_a_method_called_once_through_self_is_inlined_and_loses_the_parameters_it_ignores():
+    """The detector's `self.postprocess(boxes, scores)` in `forward`: the method's body moves to
+    its one call and the unread `boxes` goes with its argument (fresh_issues_3's export report)."""
+    source = ("class Head:\n    def forward(self, images):\n        return self.postprocess(images * 2, images)\n\n"
+              "    def postprocess(self, boxes, scores):\n        kept = scores + 1\n        return kept * 10\n\n\n"
+              "print(Head().forward(4))\n")
+    result = reduce_source(source, prints("50\n"))
+    assert "postprocess" not in result.source and "boxes" not in result.source, result.source
+    assert result.stats.passes.get("inline")
+    assert "Head().forward(4)" in result.source  # the class stays: `forward` is what is called
+
+
+def _applied(source: str, edits) -> list[str]:
+    """The programs each of `edits(tree)`'s edits makes of `source` (those that apply)."""
+    made = []
+    for _, edit in edits(ast.parse(source)):
+        tree = ast.parse(source)
+        if edit(tree):
+            made.append(ast.unparse(tree))
+    return made
+
+
+def test_a_method_called_only_through_self_can_drop_a_parameter_at_every_call():
+    from runners.reduce.rewrites import parameter_edits
+
+    source = ("class Head:\n    def forward(self, x):\n        return self.post(x, 1) + self.post(x, scale=2)\n\n"
+              "    def post(self, x, scale=3):\n        return x * scale\n")
+    made = _applied(source, parameter_edits)
+    assert any("self.post(x) + self.post(x)" in m and "def post(self, x):" in m for m in made), made
+    used_elsewhere = source + "\n\nhook = Head().post\n"
+    assert not any("def post(self, x):" in m for m in _applied(used_elsewhere, parameter_edits))
+
+
 def test_a_wrapper_layer_is_replaced_by_the_layer_it_builds():
     source = ("class Doubler:\n    def __init__(self, k):\n        self.k = k\n\n    def __call__(self, x):\n"
               "        return x * self.k\n\n\nclass Net:\n    def __init__(self, k=2):\n        self.layer = Doubler(k)\n"
