@@ -10,6 +10,8 @@ A `limitation` disposition (bot/rules/disposition.yaml) names a workaround kind:
   allow_unspec_int_on_nn_module
                           `torch._dynamo.config.allow_unspec_int_on_nn_module = True` before the code
                           runs, so a module's changing int attribute is dynamic, not a recompile each
+  maybe_mark_dynamic      each `torch._dynamo.mark_dynamic(x, d)` call becomes `maybe_mark_dynamic`,
+                          which lets the traced code specialize the dimension instead of raising
 
 Each rewrite returns the new source, or None when the code does not have the shape it handles;
 nothing is claimed until bot/pipeline/ladder.py has run the rewrite and seen it pass.
@@ -80,6 +82,30 @@ def config_switch(kind: str, script: str) -> Rewrite | None:
     lines = script.split("\n")
     lines.insert(after_imports, ("import torch._dynamo\n" if "import torch" not in script else "") + line)
     return Rewrite(kind, "\n".join(lines), f"Added `{line}` after the imports, {effect}")
+
+
+def maybe_mark_dynamic(script: str) -> Rewrite | None:
+    """Each `<module>.mark_dynamic(...)` call as `<module>.maybe_mark_dynamic(...)` (the rest of the
+    text untouched); None when there is none (a bare `mark_dynamic` imported by name is left to the
+    user: renaming it means touching the import too)."""
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return None
+    lines = script.split("\n")
+    names = sorted(((node.func.end_lineno, node.func.end_col_offset) for node in ast.walk(tree)
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "mark_dynamic"),
+                   reverse=True)
+    for line, end in names:  # from the end, so earlier offsets stay right
+        raw = lines[line - 1].encode("utf-8")
+        cut = len(raw[:end].decode("utf-8", errors="replace")) - len("mark_dynamic")  # ast's offsets count bytes
+        lines[line - 1] = lines[line - 1][:cut] + "maybe_" + lines[line - 1][cut:]
+    if not names:
+        return None
+    rows = sorted({line for line, _ in names})
+    places = ("line " if len(rows) == 1 else "lines ") + ", ".join(map(str, rows))
+    return Rewrite("maybe_mark_dynamic", "\n".join(lines),
+                   f"`mark_dynamic` became `maybe_mark_dynamic` ({places}), so the traced code may specialize the dimension")
 
 
 def capture_scalar_outputs(script: str) -> Rewrite | None:

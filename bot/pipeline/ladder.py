@@ -196,6 +196,7 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
 REWRITES = {
     "torch_cond": lambda script, output: workaround.torch_cond(script, workaround.failing_line(output)),
     **{kind: (lambda script, output, kind=kind: workaround.config_switch(kind, script)) for kind in workaround.CONFIG_SWITCHES},
+    "maybe_mark_dynamic": lambda script, output: workaround.maybe_mark_dynamic(script),
 }
 
 

@@ -53,6 +53,27 @@ def test_a_module_int_attribute_that_recompiles_is_a_limitation_with_torchs_inli
     assert "type Linear" not in found.hints  # the guard dump's type annotations are not advice
 
 
+# torch 2.13: a Python loop over a dimension marked with mark_dynamic (fresh_issues_3's recommender)
+MARKED_SPECIALIZED = """torch.fx.experimental.symbolic_shapes.ConstraintViolationError: Constraints violated (L['sessions'].size()[1])! \
+For more information, run with TORCH_LOGS="+dynamic".
+  - You marked L['sessions'].size()[1] as dynamic but your code specialized it to be a constant (2). If you're using \
+mark_dynamic, either remove it or use maybe_mark_dynamic. If you're using Dim.DYNAMIC, replace it with either Dim.STATIC or Dim.AUTO.
+
+User stack:
+  File "/tmp/sandbox/repro.py", line 5, in session_recommender
+    for t in range(sessions.shape[1]):
+"""
+
+
+def test_a_marked_dimension_the_code_specializes_is_a_limitation_with_maybe_mark_dynamic():
+    found = decide(failure_text=MARKED_SPECIALIZED, layer="dynamo")
+    assert (found.kind, found.rule, found.workarounds) == ("limitation", "mark_dynamic_specialized", ("maybe_mark_dynamic",))
+    assert not found.wants_regression_test
+    other = MARKED_SPECIALIZED.replace("You marked L['sessions'].size()[1] as dynamic but your code specialized it",
+                                       "Not all values of s0 are valid")
+    assert decide(failure_text=other, layer="dynamo").kind == "bug"
+
+
 def test_a_data_dependent_branch_named_only_by_its_place_is_a_limitation_once_completed():
     """torch.export on torch 2.13 prints `Caused by: (…repro.py:N in f)`; the pipeline completes it
     from the script that ran (workaround.with_caused_by_source) before the table reads it."""

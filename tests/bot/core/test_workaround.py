@@ -71,6 +71,16 @@ def test_each_documented_switch_goes_after_the_imports_the_same_way():
     assert workaround.config_switch("allow_unspec_int_on_nn_module", rewritten.source) is None
 
 
+def test_mark_dynamic_becomes_maybe_mark_dynamic_and_nothing_else_changes():
+    script = ("import torch\n\nx = torch.randn(2, 6)  # séance\n"
+              "torch._dynamo.mark_dynamic(x, 1); torch._dynamo.maybe_mark_dynamic(x, 0)\nfn(x)\n")
+    rewritten = workaround.maybe_mark_dynamic(script)
+    assert rewritten.source == script.replace("._dynamo.mark_dynamic", "._dynamo.maybe_mark_dynamic")
+    assert rewritten.kind == "maybe_mark_dynamic" and "(line 4)" in rewritten.note
+    assert workaround.maybe_mark_dynamic(rewritten.source) is None  # nothing left to change
+    assert workaround.maybe_mark_dynamic("from torch._dynamo import mark_dynamic\nmark_dynamic(x, 1)\n") is None
+
+
 @pytest.mark.slow
 def test_the_readme_examples_rewrite_runs_under_fullgraph():
     assert run(RunSpec(script=EXAMPLE, timeout_s=300)).status != "ok"
