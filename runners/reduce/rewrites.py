@@ -142,21 +142,28 @@ def _drop_method_parameter(class_name: str, method_name: str, param_index: int) 
         if found is None or param_index >= len(found[1].args.args) or found[1].args.posonlyargs:
             return False
         cls, method = found
-        args, parameter = method.args, method.args.args[param_index].arg
-        defaults_start = len(args.args) - len(args.defaults)
-        for call in _self_calls(cls, method_name):
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                return False
-            if param_index - 1 < len(call.args):
-                del call.args[param_index - 1]
-            elif param_index < defaults_start and not any(k.arg == parameter for k in call.keywords):
-                return False
-            call.keywords = [k for k in call.keywords if k.arg != parameter]
-        if param_index >= defaults_start:
-            del args.defaults[param_index - defaults_start]
-        del args.args[param_index]
-        return True
+        return _drop_from_calls(_self_calls(cls, method_name), method.args, param_index)
     return edit
+
+
+def _drop_from_calls(calls: list[ast.Call], args: ast.arguments, param_index: int) -> bool:
+    """Drop a method's parameter (`self` is 0) from `args`, and its argument from each of `calls`
+    (calls through an instance, whose argument i is parameter i + 1). False when a call passes
+    *args or **kwargs, or does not pass a required parameter: not the call it looked like."""
+    parameter = args.args[param_index].arg
+    defaults_start = len(args.args) - len(args.defaults)
+    for call in calls:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return False
+        if param_index - 1 < len(call.args):
+            del call.args[param_index - 1]
+        elif param_index < defaults_start and not any(k.arg == parameter for k in call.keywords):
+            return False
+        call.keywords = [k for k in call.keywords if k.arg != parameter]
+    if param_index >= defaults_start:
+        del args.defaults[param_index - defaults_start]
+    del args.args[param_index]
+    return True
 
 
 CALL_METHODS = ("forward", "__call__")  # what calling an instance runs
@@ -199,18 +206,7 @@ def _drop_call_parameter(class_name: str, method_name: str, param_index: int) ->
         defaults_start = len(args.args) - len(args.defaults)
         if not all(_drop_example_input(call, param_index - 1, parameter, param_index < defaults_start) for call in exports):
             return False
-        for call in sites:
-            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-                return False
-            if param_index - 1 < len(call.args):
-                del call.args[param_index - 1]
-            elif param_index < defaults_start and not any(k.arg == parameter for k in call.keywords):
-                return False  # the call does not pass a required parameter: not the instance call it looked like
-            call.keywords = [k for k in call.keywords if k.arg != parameter]
-        if param_index >= defaults_start:
-            del args.defaults[param_index - defaults_start]
-        del args.args[param_index]
-        return True
+        return _drop_from_calls(sites, args, param_index)
     return edit
 
 
