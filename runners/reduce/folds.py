@@ -12,8 +12,9 @@ copy whose source a later line mutates in place, say) is refused like any other 
 - `a = b; ... f(a)` -> `... f(b)`: a name bound to another name is replaced by it where it is read
   in the rest of its function (or module), until either is bound again;
 - `x = f(...)` with `x` read nowhere -> `f(...)`: the call stays, the name goes;
-- `[block for i in range(1)]` -> `[block]`: a comprehension over one value, its element not reading
-  the loop variable;
+- `[block for i in range(1)]` -> `[block]`: a comprehension (or generator) over one value, its element
+  not reading the loop variable; in a second candidate, `(Embedding(n, 8) for n in (5,))` ->
+  `[Embedding(5, 8)]`, the one value (a constant or a name) in the loop variable's place;
 - `a, b = (x, y)` -> `a = x` and `b = y`: an unpacking of a written-out tuple, when no item reads a
   name bound before it (`a, b = b, a` stays); the parts that then do nothing (`a = a`, a name or
   constant bound to a name nothing reads) go in the same candidate.
@@ -21,6 +22,7 @@ copy whose source a later line mutates in place, say) is refused like any other 
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 from typing import Iterator
 
@@ -41,8 +43,9 @@ def fold_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
         yield "folds", _fold_arithmetic
     if _unread_results(tree):
         yield "folds", _keep_calls_only
-    if _one_value_comprehensions(tree):
-        yield "folds", _fold_comprehensions
+    for reading in (False, True):
+        if _one_value_comprehensions(tree, reading):
+            yield "folds", _fold_comprehensions(reading)
     for path, index in _copies(tree):
         yield "folds", _propagate_copy(path, index)
     for path, index in _unpackings(tree):
@@ -211,31 +214,57 @@ def _propagate_copy(path: NodePath, index: int) -> Edit:
 
 # -- comprehensions over one value --------------------------------------------------------------------
 
-def _one_value_comprehensions(tree: ast.AST) -> list[ast.ListComp]:
-    """`[e for v in range(1)]` / `[e for v in [x]]`: one generator, no condition, over one value, with
-    `e` not reading `v` (a maintainer writes `[e]`; where `e` reads `v` the literals pass's loop
-    unrolling is the better step, on the loop that usually reads the list)."""
+def _one_value_comprehensions(tree: ast.AST, reading: bool = False) -> list[ast.ListComp | ast.GeneratorExp]:
+    """`[e for v in range(1)]` / `[e for v in [x]]` / `(e for v in (x,))`: one generator, no
+    condition, over one value. Without `reading`, those whose `e` does not read `v` (a maintainer
+    writes `[e]`); with it, those whose `e` does, the one value a constant or a name, which then takes
+    `v`'s place (`nn.ModuleList(nn.Embedding(n, 8) for n in (5,))` -> `nn.ModuleList([nn.Embedding(5, 8)])`).
+    Two kinds, two candidates: the first is the surer."""
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ListComp) and len(node.generators) == 1:
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and len(node.generators) == 1:
             generator = node.generators[0]
             bound = set(target_names(generator.target))
-            if (not generator.ifs and not generator.is_async and single_value(generator.iter) is not None
-                    and not any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node.elt))):
+            value = single_value(generator.iter)
+            if generator.ifs or generator.is_async or value is None:
+                continue
+            reads = any(isinstance(n, ast.Name) and n.id in bound for n in ast.walk(node.elt))
+            if not reading and not reads:
+                found.append(node)
+            elif (reading and reads and isinstance(generator.target, ast.Name) and isinstance(value, (ast.Constant, ast.Name))
+                  and not any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.elt))):
                 found.append(node)
     return found
 
 
-def _fold_comprehensions(tree: ast.AST) -> bool:
-    """Every one-value comprehension becomes a one-element list (one candidate for all of them)."""
-    folded = {id(node) for node in _one_value_comprehensions(tree)}
+def _fold_comprehensions(reading: bool) -> Edit:
+    """Every one-value comprehension of the kind (see `_one_value_comprehensions`) becomes a
+    one-element list (one candidate for all of them)."""
+    def edit(tree: ast.AST) -> bool:
+        folded = {id(node): node for node in _one_value_comprehensions(tree, reading)}
 
-    class Folder(ast.NodeTransformer):
-        def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
-            self.generic_visit(node)
-            return ast.List(elts=[node.elt], ctx=ast.Load()) if id(node) in folded else node
-    Folder().visit(tree)
-    return bool(folded)
+        class Folder(ast.NodeTransformer):
+            def fold(self, node: ast.ListComp | ast.GeneratorExp) -> ast.AST:
+                self.generic_visit(node)
+                if id(node) not in folded:
+                    return node
+                element = node.elt
+                if reading:
+                    name, value = node.generators[0].target.id, single_value(node.generators[0].iter)
+                    element = _substitute_name(element, name, value)
+                return ast.List(elts=[element], ctx=ast.Load())
+            visit_ListComp = visit_GeneratorExp = fold
+        Folder().visit(tree)
+        return bool(folded)
+    return edit
+
+
+def _substitute_name(expression: ast.expr, name: str, value: ast.expr) -> ast.expr:
+    """`expression` with each read of `name` replaced by a copy of `value`."""
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return copy.deepcopy(value) if node.id == name and isinstance(node.ctx, ast.Load) else node
+    return Substitute().visit(copy.deepcopy(expression))
 
 
 # -- unpacking a written-out tuple --------------------------------------------------------------------

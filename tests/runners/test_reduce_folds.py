@@ -69,10 +69,20 @@ def test_a_comprehension_over_one_value_becomes_a_one_element_list():
     folded = applied("def block(x):\n    return x\n\nblocks = [block for i in range(1)]\nprint(blocks[0](2))\n",
                      fold_edits)
     assert len(folded) == 1 and "\nblocks = [block]\n" in folded[0][1]
-    # the element reads the loop variable, or there is a condition or more than one value: not folded
-    assert applied("print([i + 1 for i in range(1)])\n", fold_edits) == []
+    # a condition, more than one value, or a value that is neither a constant nor a name: not folded
     assert applied("print([2 for i in range(1) if i])\n", fold_edits) == []
     assert applied("print([2 for i in range(2)])\n", fold_edits) == []
+    assert applied("print([i + 1 for i in [f()]])\n", fold_edits) == []
+
+
+def test_a_comprehension_that_reads_its_one_value_gets_the_value_in_its_own_candidate():
+    """`nn.ModuleList(nn.Embedding(n, 1) for n in (1,))`, fresh_issues_3's AOTAutograd repro."""
+    source = "import torch.nn as nn\nlayers = nn.ModuleList((nn.Embedding(n, 1) for n in (1,)))\nprint(len(layers))\n"
+    folded = applied(source, fold_edits)
+    assert [text for _, text in folded] == [source.replace("(nn.Embedding(n, 1) for n in (1,))", "[nn.Embedding(1, 1)]")]
+    both = "print([7 for i in range(1)], [i + 1 for i in range(1)])\n"
+    assert [text for _, text in applied(both, fold_edits)] == ["print([7], [i + 1 for i in range(1)])\n",
+                                                               "print([7 for i in range(1)], [0 + 1])\n"]
 
 
 def test_a_list_of_one_block_built_in_init_and_looped_over_goes_away():
