@@ -96,12 +96,12 @@ def maybe_mark_dynamic(script: str) -> Rewrite | None:
     names = sorted(((node.func.end_lineno, node.func.end_col_offset) for node in ast.walk(tree)
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "mark_dynamic"),
                    reverse=True)
+    if not names:
+        return None
     for line, end in names:  # from the end, so earlier offsets stay right
         raw = lines[line - 1].encode("utf-8")
         cut = len(raw[:end].decode("utf-8", errors="replace")) - len("mark_dynamic")  # ast's offsets count bytes
         lines[line - 1] = lines[line - 1][:cut] + "maybe_" + lines[line - 1][cut:]
-    if not names:
-        return None
     rows = sorted({line for line, _ in names})
     places = ("line " if len(rows) == 1 else "lines ") + ", ".join(map(str, rows))
     return Rewrite("maybe_mark_dynamic", "\n".join(lines),

@@ -22,7 +22,6 @@ copy whose source a later line mutates in place, say) is refused like any other 
 from __future__ import annotations
 
 import ast
-import copy
 import operator
 from typing import Iterator
 
@@ -30,6 +29,7 @@ from runners.reduce.base import Edit, NodePath
 from runners.reduce.dead import _reads, _unread_assignment, target_names
 from runners.reduce.literals import single_value
 from runners.reduce.paths import resolve, walk_paths
+from runners.reduce.rewrites import _substitute
 
 ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
               ast.Mod: operator.mod, ast.Div: operator.truediv}
@@ -241,7 +241,7 @@ def _fold_comprehensions(reading: bool) -> Edit:
     """Every one-value comprehension of the kind (see `_one_value_comprehensions`) becomes a
     one-element list (one candidate for all of them)."""
     def edit(tree: ast.AST) -> bool:
-        folded = {id(node): node for node in _one_value_comprehensions(tree, reading)}
+        folded = {id(node) for node in _one_value_comprehensions(tree, reading)}
 
         class Folder(ast.NodeTransformer):
             def fold(self, node: ast.ListComp | ast.GeneratorExp) -> ast.AST:
@@ -251,20 +251,12 @@ def _fold_comprehensions(reading: bool) -> Edit:
                 element = node.elt
                 if reading:
                     name, value = node.generators[0].target.id, single_value(node.generators[0].iter)
-                    element = _substitute_name(element, name, value)
+                    element = _substitute(element, {name: value})
                 return ast.List(elts=[element], ctx=ast.Load())
             visit_ListComp = visit_GeneratorExp = fold
         Folder().visit(tree)
         return bool(folded)
     return edit
-
-
-def _substitute_name(expression: ast.expr, name: str, value: ast.expr) -> ast.expr:
-    """`expression` with each read of `name` replaced by a copy of `value`."""
-    class Substitute(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.AST:
-            return copy.deepcopy(value) if node.id == name and isinstance(node.ctx, ast.Load) else node
-    return Substitute().visit(copy.deepcopy(expression))
 
 
 # -- unpacking a written-out tuple --------------------------------------------------------------------

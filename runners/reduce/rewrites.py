@@ -320,10 +320,13 @@ def _inline_call(name: str, class_name: str | None = None) -> Edit:
             owner, function = _class_method(tree, class_name, name) or (None, None)
         if function is None or function.decorator_list or not _straight_line(function):
             return False
-        calls = _self_calls(owner, name) if class_name is not None else []
-        site = next(((path, node) for path, node in walk_paths(tree)
-                     if isinstance(node, ast.Call) and (any(node is c for c in calls) if class_name is not None else
-                                                        isinstance(node.func, ast.Name) and node.func.id == name)), None)
+        method_calls = {id(call) for call in _self_calls(owner, name)} if class_name is not None else None
+
+        def is_site(node: ast.Call) -> bool:
+            if method_calls is not None:
+                return id(node) in method_calls
+            return isinstance(node.func, ast.Name) and node.func.id == name
+        site = next(((path, node) for path, node in walk_paths(tree) if isinstance(node, ast.Call) and is_site(node)), None)
         if site is None:
             return False
         call_path, call = site
