@@ -12,6 +12,8 @@ candidate parses. Passes run coarse to fine and repeat until none makes progress
   instances    instantiate another class of the module, or a layer the class builds in __init__,
                instead (drops wrapper layers; the class goes when nothing else uses it)
   parameters   drop a function's (or class __init__'s) parameter together with its call-site arguments
+  classes      a plain class made for one object (a `Predictor`, a `Trainer`) dissolved into module-level
+               functions and names, its `__init__` run where the object was made
   inline       inline a variable that is assigned once and read once, and a function called once
   arguments    drop call arguments, keyword arguments, list/tuple elements, def parameters
   expressions  replace an expression by one of its subexpressions, or a call by one of the
@@ -33,7 +35,7 @@ Candidates are cached by their text; a batch of candidates is tested in parallel
 `parallelism > 1` (the predicate should then be thread-safe, e.g. one subprocess per call).
 
 The package, by concern: `base` (types, statistics, the size measure), `checks` (candidates that fail
-for sure), `paths` (addressing nodes), `dead`, `structural` and `rewrites` (the passes), `driver` (the search).
+for sure), `paths` (addressing nodes), `dead`, `structural`, `rewrites`, `classes` and the rest (the passes), `driver` (the search).
 """
 from __future__ import annotations
 

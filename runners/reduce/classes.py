@@ -1,0 +1,281 @@
+"""A plain class made for one object (a `Predictor`, `Trainer` or `Engine` that holds a compiled
+function) dissolved into module-level code, the way a maintainer writes the repro: its methods
+become functions, its attributes names, and its `__init__` runs where the object was made.
+
+    class Predictor:                                 def _predict_impl(tokens): ...
+        def __init__(self):                          def predictor(tokens):
+            self._predict = torch.compile(...)    ->     return _predict(tokens)
+        def _predict_impl(self, tokens): ...         _predict = torch.compile(_predict_impl, ...)
+        def __call__(self, tokens):                  label = predictor(tokens)
+            return self._predict(tokens)
+    label = Predictor()(tokens)
+
+The inline pass then takes it the rest of the way (`torch.compile(_predict_impl, ...)(tokens)`).
+Before, nothing took such a class apart: the instance and module passes know `nn.Module`s, and
+inlining knows functions and methods called through `self`.
+
+Only where it is one object and the rewrite is plain: no bases, decorators or dunders besides
+`__init__` and `__call__`, `self` only ever read as `self.name`, one `Class(...)` in the file at
+module level, used at once (`Class(...)(x)`, `Class(...).run(x)`) or bound to a name used only
+that way. A method that sets an attribute declares it `global`. The predicate decides the rest.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+from typing import Iterator
+
+from runners.reduce.base import Edit, NodePath
+from runners.reduce.modules import _function_name
+from runners.reduce.paths import resolve, set_child, walk_paths
+from runners.reduce.rewrites import _bind_arguments, _enclosing_statement
+
+CALL_METHOD = "__call__"
+INIT = "__init__"
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+@dataclass
+class Plan:
+    """What dissolving one class takes: the class's index in the module, the module-level name of
+    each attribute and method, and where and how its one instance is made and used."""
+    index: int
+    names: dict[str, str]
+    instance_path: NodePath
+    bound_to: str | None  # `obj` of `obj = Class(...)`; None when the instance is used at once
+
+
+def namespace_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.ClassDef) and _plan(tree, node.name) is not None:
+            yield "classes", _dissolve(node.name)
+
+
+def _dissolve(class_name: str) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        plan = _plan(tree, class_name)
+        if plan is None:
+            return False
+        cls = tree.body[plan.index]
+        setup = _bindings(cls, resolve(tree, plan.instance_path)) + _init_body(cls, plan.names)
+        block, index = _enclosing_statement(tree, plan.instance_path)
+        if plan.bound_to is None:
+            _use_at(tree, plan.instance_path[:-1], plan.instance_path[-1], plan.names)
+            block[index:index] = setup
+        else:
+            _rebind_uses(tree, plan.bound_to, plan.names)
+            block[index:index + 1] = setup or [ast.Pass()]
+        at = next(i for i, node in enumerate(tree.body) if node is cls)
+        tree.body[at:at + 1] = _module_level(cls, plan.names)
+        return True
+    return edit
+
+
+def _plan(tree: ast.AST, class_name: str) -> Plan | None:
+    index, cls = next(((i, n) for i, n in enumerate(tree.body) if isinstance(n, ast.ClassDef) and n.name == class_name),
+                      (None, None))
+    if cls is None or not _plain(cls):
+        return None
+    uses = [(path, node) for path, node in walk_paths(tree) if isinstance(node, ast.Name) and node.id == class_name]
+    if len(uses) != 1 or uses[0][0][-1] != ("func", None):
+        return None
+    instance_path = uses[0][0][:-1]
+    if _bindings(cls, resolve(tree, instance_path)) is None:
+        return None
+    names = _module_names(tree, cls)
+    if any(isinstance(resolve(tree, instance_path[:depth]), SCOPES) for depth in range(1, len(instance_path))):
+        return None
+    if _enclosing_statement(tree, instance_path) is None:
+        return None
+    parent, step = resolve(tree, instance_path[:-1]), instance_path[-1]
+    if _usable_at(parent, step, names):
+        return Plan(index, names, instance_path, None)
+    bound_to = _bound_name(parent, step)
+    if bound_to is not None and _only_used_through(tree, bound_to, names):
+        return Plan(index, names, instance_path, bound_to)
+    return None
+
+
+def _plain(cls: ast.ClassDef) -> bool:
+    """No bases, keywords or decorators; a body of methods (a leading `self`, no decorators, no
+    dunders but `__init__` and `__call__`) and plain class attributes; `self` only read as
+    `self.name`, attributes set only directly in a method's body, and an `__init__` that returns
+    nothing (its body runs at module level)."""
+    if cls.bases or cls.keywords or cls.decorator_list:
+        return False
+    for statement in cls.body:
+        if _is_docstring(statement) or (isinstance(statement, ast.Assign)
+                                        and all(isinstance(t, ast.Name) for t in statement.targets)):
+            continue
+        if not (isinstance(statement, ast.FunctionDef) and _plain_method(statement)):
+            return False
+    return True
+
+
+def _plain_method(method: ast.FunctionDef) -> bool:
+    args = method.args
+    if method.decorator_list or args.posonlyargs or not args.args:
+        return False
+    if method.name.startswith("__") and method.name not in (INIT, CALL_METHOD):
+        return False
+    receiver = args.args[0].arg
+    parents = {id(child): node for node in ast.walk(method) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(method):
+        if isinstance(node, ast.Name) and node.id in ("super", "__class__"):
+            return False
+        if isinstance(node, ast.Name) and node.id == receiver and not (
+                isinstance(parents[id(node)], ast.Attribute) and isinstance(node.ctx, ast.Load)):
+            return False
+        if isinstance(node, ast.Attribute) and _is_receiver(node, receiver) and not isinstance(node.ctx, ast.Load) \
+                and _in_nested_scope(node, method, parents):
+            return False
+    if method.name == INIT:
+        return not any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal))
+                       and not _in_nested_scope(node, method, parents) for node in ast.walk(method))
+    return True
+
+
+def _in_nested_scope(node: ast.AST, method: ast.FunctionDef, parents: dict[int, ast.AST]) -> bool:
+    parent = parents.get(id(node))
+    while parent is not None and parent is not method:
+        if isinstance(parent, SCOPES):
+            return True
+        parent = parents.get(id(parent))
+    return False
+
+
+def _is_receiver(node: ast.Attribute, receiver: str) -> bool:
+    return isinstance(node.value, ast.Name) and node.value.id == receiver
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+
+
+def _module_names(tree: ast.AST, cls: ast.ClassDef) -> dict[str, str]:
+    """Attribute or method -> its module-level name: its own, unless some other name in the file
+    already reads that way (then with `_` added); `__call__` -> the class in snake case."""
+    own = {id(n) for n in cls.body if isinstance(n, ast.FunctionDef)} | {
+        id(t) for n in cls.body if isinstance(n, ast.Assign) for t in n.targets}
+    taken = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and id(node) not in own} | {
+        node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and id(node) not in own} | {
+        arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
+        for arg in node.posonlyargs + node.args + node.kwonlyargs + [node.vararg, node.kwarg] if arg is not None}
+    members = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and n.name not in (INIT, CALL_METHOD)]
+    members += [t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets]
+    members += [node.attr for method in cls.body if isinstance(method, ast.FunctionDef)
+                for node in ast.walk(method) if isinstance(node, ast.Attribute) and _is_receiver(node, method.args.args[0].arg)]
+    names = {}
+    if any(isinstance(n, ast.FunctionDef) and n.name == CALL_METHOD for n in cls.body):
+        names[CALL_METHOD] = _function_name(tree, cls.name)
+        taken.add(names[CALL_METHOD])
+    for member in dict.fromkeys(members):
+        name = member
+        while name in taken:
+            name += "_"
+        names[member] = name
+        taken.add(name)
+    return names
+
+
+def _usable_at(parent: ast.AST, step: tuple, names: dict[str, str]) -> bool:
+    """The instance is used once, at once: called (`Class(...)(x)`) or read (`Class(...).run`)."""
+    if isinstance(parent, ast.Call) and step == ("func", None):
+        return CALL_METHOD in names
+    return isinstance(parent, ast.Attribute) and step == ("value", None) and parent.attr in names
+
+
+def _bound_name(parent: ast.AST, step: tuple) -> str | None:
+    if isinstance(parent, ast.Assign) and step == ("value", None) and len(parent.targets) == 1 \
+            and isinstance(parent.targets[0], ast.Name):
+        return parent.targets[0].id
+    return None
+
+
+def _only_used_through(tree: ast.AST, name: str, names: dict[str, str]) -> bool:
+    """`name` is bound once, and otherwise only called or read as `name.member`."""
+    stores = 0
+    for path, node in walk_paths(tree):
+        if isinstance(node, ast.arg) and node.arg == name:
+            return False
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        if not isinstance(node.ctx, ast.Load):
+            stores += 1
+        elif not _usable_at(resolve(tree, path[:-1]), path[-1], names):
+            return False
+    return stores == 1
+
+
+def _use_at(tree: ast.AST, parent_path: NodePath, step: tuple, names: dict[str, str]) -> None:
+    """The instance at `parent_path`/`step` replaced by the function or name it is used as."""
+    parent = resolve(tree, parent_path)
+    if isinstance(parent, ast.Call):
+        set_child(parent, step, ast.Name(id=names[CALL_METHOD], ctx=ast.Load()))
+    else:
+        set_child(resolve(tree, parent_path[:-1]), parent_path[-1], ast.Name(id=names[parent.attr], ctx=parent.ctx))
+
+
+def _rebind_uses(tree: ast.AST, bound_to: str, names: dict[str, str]) -> None:
+    uses = [path for path, node in walk_paths(tree)
+            if isinstance(node, ast.Name) and node.id == bound_to and isinstance(node.ctx, ast.Load)]
+    for path in sorted(uses, key=len, reverse=True):
+        _use_at(tree, path[:-1], path[-1], names)
+
+
+def _bindings(cls: ast.ClassDef, instance: ast.Call) -> list[ast.stmt] | None:
+    """`parameter = argument` for each `__init__` parameter (none for `model = model`); None when
+    the call does not fit `__init__` simply."""
+    init = _method(cls, INIT)
+    if init is None:
+        return None if instance.args or instance.keywords else []
+    binding = _bind_arguments(init.args, instance, skip_self=True)
+    if binding is None:
+        return None
+    return [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=copy.deepcopy(value))
+            for name, value in binding.items() if not (isinstance(value, ast.Name) and value.id == name)]
+
+
+def _init_body(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
+    init = _method(cls, INIT)
+    if init is None:
+        return []
+    return _rewritten([s for s in init.body if not _is_docstring(s)], names, init.args.args[0].arg)
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _module_level(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
+    """The class's attributes as assignments, then its methods (but `__init__`) as functions."""
+    statements = [ast.Assign(targets=[ast.Name(id=names[t.id], ctx=ast.Store()) for t in n.targets],
+                             value=copy.deepcopy(n.value)) for n in cls.body if isinstance(n, ast.Assign)]
+    for method in cls.body:
+        if isinstance(method, ast.FunctionDef) and method.name != INIT:
+            statements.append(_as_function(method, names))
+    return statements
+
+
+def _as_function(method: ast.FunctionDef, names: dict[str, str]) -> ast.FunctionDef:
+    receiver = method.args.args[0].arg
+    function = copy.deepcopy(method)
+    function.name = names[CALL_METHOD] if method.name == CALL_METHOD else names[method.name]
+    function.args.args = function.args.args[1:]
+    function.body = _rewritten(function.body, names, receiver)
+    stored = sorted({names[node.attr] for node in ast.walk(method) if isinstance(node, ast.Attribute)
+                     and _is_receiver(node, receiver) and not isinstance(node.ctx, ast.Load)})
+    if stored:
+        function.body.insert(0, ast.Global(names=stored))
+    return function
+
+
+def _rewritten(statements: list[ast.stmt], names: dict[str, str], receiver: str) -> list[ast.stmt]:
+    """`receiver.member` -> the member's module-level name, loads and stores alike."""
+    class Rewrite(ast.NodeTransformer):
+        def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+            if _is_receiver(node, receiver) and node.attr in names:
+                return ast.Name(id=names[node.attr], ctx=node.ctx)
+            return self.generic_visit(node)
+    return [Rewrite().visit(copy.deepcopy(statement)) for statement in statements]

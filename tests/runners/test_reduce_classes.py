@@ -1,0 +1,98 @@
+"""Dissolving a plain class made for one object into module-level functions and names."""
+from __future__ import annotations
+
+from runners.reduce import Reducer
+from runners.reduce.classes import namespace_edits
+from tests.runners.test_reduce import prints
+from tests.runners.test_reduce_modules import applied
+
+PREDICTOR = """\
+class Predictor:
+    def __init__(self):
+        self._predict = self._predict_impl
+
+    def _predict_impl(self, tokens):
+        return tokens * 2
+
+    def __call__(self, tokens):
+        return self._predict(tokens)
+
+
+for tokens in range(3):
+    label = Predictor()(tokens)
+    print(label)
+"""
+
+TRAINER = """\
+class Trainer:
+    \"\"\"Keeps the step count.\"\"\"
+    scale = 2
+
+    def __init__(self, model, lr=0.1):
+        self.model = model
+        self.lr = lr
+        self.steps = 0
+
+    def step(self, x):
+        self.steps += 1
+        return self.model(x) * self.scale * self.lr
+
+
+def model(x):
+    return x + 1
+
+
+trainer = Trainer(model, lr=0.5)
+for i in range(2):
+    print(trainer.step(i), trainer.steps)
+"""
+
+
+def run(source: str) -> str:
+    import contextlib
+    import io
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(source, "<candidate>", "exec"), {"__name__": "__main__"})
+    return out.getvalue()
+
+
+def test_a_class_called_once_becomes_functions_and_its_init_runs_where_it_was_made():
+    [(name, program)] = applied(PREDICTOR, namespace_edits)
+    assert name == "classes"
+    assert "class" not in program and "self" not in program
+    assert "def _predict_impl(tokens):" in program and "def predictor(tokens):" in program
+    assert "    _predict = _predict_impl\n    label = predictor(tokens)" in program  # in the loop, as before
+    assert run(program) == run(PREDICTOR)
+
+
+def test_an_object_bound_to_a_name_keeps_its_state_in_globals():
+    [(_, program)] = applied(TRAINER, namespace_edits)
+    assert "class" not in program and "trainer" not in program
+    assert "global steps" in program and "steps += 1" in program
+    assert "lr = 0.5" in program  # the parameter the call gives, then the attribute set from it
+    assert "def step(x):" in program and "print(step(i), steps)" in program
+    assert run(program) == run(TRAINER) == "1.0 1\n2.0 2\n"
+
+
+def test_a_member_whose_name_the_file_uses_elsewhere_is_renamed():
+    [(_, program)] = applied(TRAINER, namespace_edits)
+    assert "model_ = model" in program and "model_(x)" in program  # `model` is the function passed in
+
+
+def test_classes_that_are_not_one_plain_object_are_left_alone():
+    two_objects = PREDICTOR + "print(Predictor()(5))\n"
+    subclass = PREDICTOR.replace("class Predictor:", "class Predictor(object):")
+    passed_on = TRAINER + "print(trainer)\n"
+    receiver_passed = PREDICTOR.replace("return tokens * 2", "return tokens * len([self])")
+    dunder = PREDICTOR.replace("def _predict_impl", "def __repr__(self):\n        return ''\n\n    def _predict_impl")
+    returns_early = TRAINER.replace("self.steps = 0", "self.steps = 0\n        return")
+    in_function = PREDICTOR.replace("for tokens in range(3):", "def main():\n  for tokens in range(3):") + "main()\n"
+    for source in (two_objects, subclass, passed_on, receiver_passed, dunder, returns_early, in_function):
+        assert applied(source, namespace_edits) == [], source
+
+
+def test_the_reducer_takes_a_wrapper_class_down_to_the_call_it_makes():
+    result = Reducer(prints("0\n2\n4\n")).reduce(PREDICTOR)
+    assert result.stats.passes.get("classes") == 1, result.stats.passes
+    assert "class" not in result.source and "self" not in result.source, result.source
