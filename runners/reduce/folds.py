@@ -15,6 +15,10 @@ copy whose source a later line mutates in place, say) is refused like any other 
 - `[block for i in range(1)]` -> `[block]`: a comprehension (or generator) over one value, its element
   not reading the loop variable; in a second candidate, `(Embedding(n, 8) for n in (5,))` ->
   `[Embedding(5, 8)]`, the one value (a constant or a name) in the loop variable's place;
+- `layers = []; layers.append(a); layers.append(b)` -> `layers = [a, b]`: a written-out list and the
+  appends that follow it back to back (also when the list is an item of an unpacking, `layers, d =
+  [], 4`, which is then split), the list bound where the first append was;
+- `f(*[a, b])` -> `f(a, b)`: a written-out list or tuple spread into a call or another display;
 - `a, b = (x, y)` -> `a = x` and `b = y`: an unpacking of a written-out tuple, when no item reads a
   name bound before it (`a, b = b, a` stays); the parts that then do nothing (`a = a`, a name or
   constant bound to a name nothing reads) go in the same candidate.
@@ -22,13 +26,14 @@ copy whose source a later line mutates in place, say) is refused like any other 
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.dead import _reads, _unread_assignment, target_names
 from runners.reduce.literals import single_value
-from runners.reduce.paths import resolve, walk_paths
+from runners.reduce.paths import resolve, statement_lists, walk_paths
 from runners.reduce.rewrites import _substitute
 
 ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -46,6 +51,10 @@ def fold_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     for reading in (False, True):
         if _one_value_comprehensions(tree, reading):
             yield "folds", _fold_comprehensions(reading)
+    if _spread_literals(copy.deepcopy(tree)):
+        yield "folds", _spread_literals
+    for path, field, index, name in _append_chains(tree):
+        yield "folds", _fold_appends(path, field, index, name)
     for path, index in _copies(tree):
         yield "folds", _propagate_copy(path, index)
     for path, index in _unpackings(tree):
@@ -257,6 +266,84 @@ def _fold_comprehensions(reading: bool) -> Edit:
         Folder().visit(tree)
         return bool(folded)
     return edit
+
+
+# -- a list built by appends, a list spread ----------------------------------------------------------
+
+def _list_inits(statement: ast.stmt) -> list[str]:
+    """The names a statement binds to a written-out list: `name = [...]`, or an item of an
+    unpacking that can be split (`layers, d = [], 4`)."""
+    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.List)):
+        return [statement.targets[0].id]
+    return [name.id for name, value in _split_targets(statement) or [] if isinstance(value, ast.List)]
+
+
+def _appended(statement: ast.stmt, name: str) -> ast.expr | None:
+    """`e` of `name.append(e)`, when `e` does not read `name` itself."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
+            and isinstance(call.func.value, ast.Name) and call.func.value.id == name
+            and len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred)):
+        return None
+    return None if _mentions(call.args[0], name) else call.args[0]
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node))
+
+
+def _append_run(block: list[ast.stmt], index: int, name: str) -> list[int]:
+    """Where the back-to-back `name.append(e)` statements after `block[index]` are, when nothing
+    between the list and the first of them mentions `name`."""
+    run = []
+    for position in range(index + 1, len(block)):
+        if _appended(block[position], name) is not None:
+            run.append(position)
+        elif run or _mentions(block[position], name):
+            break
+    return run
+
+
+def _append_chains(tree: ast.AST) -> list[tuple[NodePath, str, int, str]]:
+    found = []
+    for path, field in statement_lists(tree):
+        block = getattr(resolve(tree, path), field)
+        found += [(path, field, index, name) for index, statement in enumerate(block)
+                  for name in _list_inits(statement) if _append_run(block, index, name)]
+    return found
+
+
+def _fold_appends(path: NodePath, field: str, index: int, name: str) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        block = getattr(resolve(tree, path), field)
+        if index >= len(block) or name not in _list_inits(block[index]):
+            return False
+        run = _append_run(block, index, name)
+        pairs = _split_targets(block[index]) if isinstance(block[index].targets[0], (ast.Tuple, ast.List)) else None
+        written = dict((n.id, value) for n, value in pairs)[name] if pairs else block[index].value
+        elements = written.elts + [_appended(block[position], name) for position in run]
+        block[run[0]:run[-1] + 1] = [ast.Assign([ast.Name(name, ast.Store())], ast.List(elements, ast.Load()), lineno=0)]
+        block[index:index + 1] = [ast.Assign([ast.Name(n.id, ast.Store())], value, lineno=0)
+                                  for n, value in pairs or [] if n.id != name]
+        return True
+    return edit
+
+
+def _spread_literals(tree: ast.AST) -> bool:
+    """`f(*[a, b])` -> `f(a, b)`, `[*(a,), b]` -> `[a, b]` (all of them; False when there is none)."""
+    spread = False
+    for node in ast.walk(tree):
+        items = node.args if isinstance(node, ast.Call) else node.elts if (
+            isinstance(node, (ast.List, ast.Tuple, ast.Set)) and isinstance(getattr(node, "ctx", ast.Load()), ast.Load)) else None
+        if items and any(_spreadable(item) for item in items):
+            items[:] = [element for item in items for element in (item.value.elts if _spreadable(item) else [item])]
+            spread = True
+    return spread
+
+
+def _spreadable(item: ast.expr) -> bool:
+    return isinstance(item, ast.Starred) and isinstance(item.value, (ast.List, ast.Tuple))
 
 
 # -- unpacking a written-out tuple --------------------------------------------------------------------

@@ -122,3 +122,37 @@ def test_an_unpacking_of_a_written_out_tuple_becomes_one_assignment_per_name():
     assert count_tokens(folded[0][1]) < count_tokens(source)
     reduced = Reducer(prints("6\n")).reduce(source).source
     assert "a = t" not in reduced and "m, a" not in reduced
+
+
+LAYERS = """\
+def build(width):
+    layers, d = [], 4
+    layers.append(d * width)
+    layers.append(d + width)
+    total = sum([*layers, *(1,)])
+    return total
+
+
+print(build(2))
+"""
+
+
+def test_a_list_built_by_back_to_back_appends_is_written_out():
+    programs = [program for _, program in applied(LAYERS, fold_edits)]
+    [folded] = [p for p in programs if ".append" not in p]
+    assert "    d = 4\n    layers = [d * width, d + width]\n" in folded  # the unpacking split, `d` first
+    assert prints("15\n")(folded)
+
+
+def test_an_append_after_something_else_reads_the_list_stays():
+    between = LAYERS.replace("    layers.append(d * width)\n", "    layers.append(d * width)\n    print(len(layers))\n")
+    reads_itself = LAYERS.replace("layers.append(d + width)", "layers.append(len(layers))")
+    assert [p for _, p in applied(between, fold_edits) if "layers = [d * width]\n" in p]  # the first one folds
+    assert not [p for _, p in applied(between, fold_edits) if "d + width]" in p]
+    assert not [p for _, p in applied(reads_itself, fold_edits) if "len(layers)]" in p]
+
+
+def test_a_written_out_list_spread_into_a_call_or_a_display_is_spread_by_hand():
+    [spread] = [p for _, p in applied(LAYERS, fold_edits) if "*(1,)" not in p]
+    assert "sum([*layers, 1])" in spread  # the name stays spread; the written-out tuple does not
+    assert applied("print(*[1, 2], *(3,))\n", fold_edits)[0][1] == "print(1, 2, 3)\n"
