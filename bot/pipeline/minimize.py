@@ -231,8 +231,10 @@ class Minimizer:
         self.recent = RecentRuns()  # the latest runs: the result's final classification and the ladder read them
 
     def run_timeout(self) -> float:
-        """A run never outlasts the budget (bar a few seconds for the runs that confirm the result)."""
-        if self.deadline is None:
+        """A run never outlasts the budget, bar the reducer's re-check of its result: cut short, it
+        read as a flaky predicate, and an AOTInductor repro's whole search (55 runs, 645 -> 585
+        tokens) was thrown away for the original when its four re-checks got 5 s each."""
+        if self.deadline is None or (self.reducer is not None and self.reducer.confirming):
             return self.timeout_s
         return max(CONFIRM_GRACE_S, min(self.timeout_s, self.deadline - time.monotonic()))
 

@@ -71,6 +71,9 @@ class Reducer:
         self.history: list[str] = []  # accepted candidates, oldest first
         self.failed_edits: set[tuple[str, str]] = set()  # (top-level statement before, after) of edits that failed
         self.recall_failures = True  # off for the round that confirms a fixpoint
+        # True while the result is re-checked: a caller's clock must let those runs finish, since a
+        # re-check cut short by the budget would read as a flaky predicate and lose the result
+        self.confirming = False
 
     def reduce(self, source: str, leaps: Sequence[str] = (), known_interesting: bool = False) -> ReduceResult:
         """The smallest interesting program the passes reach from `source`. `leaps` are whole
@@ -118,7 +121,12 @@ class Reducer:
                 self.recall_failures = progressed  # no progress with edits skipped: retry them all once
         if self.stop():  # the caller no longer wants a result: none is confirmed
             return self._finish(best, started, reason)
-        return self._finish(self._confirm(best, source), started, reason)
+        self.confirming = True
+        try:
+            confirmed = self._confirm(best, source)
+        finally:
+            self.confirming = False
+        return self._finish(confirmed, started, reason)
 
     def _timed_leap(self, leaps: Sequence[str], tree: ast.AST, best: str) -> tuple[ast.AST, str]:
         """Test the leaps (in parallel batches, in the caller's order) that a pass would also let

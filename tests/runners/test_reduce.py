@@ -213,6 +213,22 @@ def test_unbound_names_follow_python_scopes():
     assert unbound_names(ast.parse("from m import *\nx = y\n")) is None  # a star import hides what is bound
 
 
+def test_the_caller_can_tell_the_re_check_of_the_result_from_the_search():
+    """A caller that cuts runs short at the budget's end lets the re-check finish (see
+    Minimizer.run_timeout): cut short, it reads as a flaky predicate and the result is lost."""
+    seen = []
+
+    def interesting(source: str) -> bool:
+        seen.append((reducer.confirming, source))
+        return prints("result 41\n")(source)
+
+    reducer = Reducer(interesting)
+    result = reducer.reduce("x = 20\nprint('result', x * 2 + 1)\n")
+    confirming = [source for during_check, source in seen if during_check]
+    assert confirming == [result.source] and seen[-1] == (True, result.source)
+    assert not any(during_check for during_check, _ in seen[:-1]) and not reducer.confirming
+
+
 def test_never_interesting_returns_the_original_and_says_why():
     result = reduce_source(PROGRAM, lambda s: False)
     assert result.source == PROGRAM

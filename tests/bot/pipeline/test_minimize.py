@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import ast
 import json
+import time
 
 import pytest
 
 from bot.core.source import tidy
-from bot.pipeline.minimize import (COMPILER_OFF_ENV, MODULES_ENV, REPLAY_ENV, Minimizer, NotReproducible, env_key,
-                                   same_failure, stance_reaches)
+from bot.pipeline.minimize import (COMPILER_OFF_ENV, CONFIRM_GRACE_S, MODULES_ENV, REPLAY_ENV, Minimizer,
+                                   NotReproducible, env_key, same_failure, stance_reaches)
 from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
 from runners.pool import WarmPool
+from runners.reduce import Reducer
 from runners.reduce.shape import shape_of
 from runners.sandbox import RunResult, RunSpec, run
 from tests import paths
@@ -180,6 +182,17 @@ def test_the_reserve_is_two_checks_on_the_candidates_backend_and_one_full_run(cl
     reserve = minimizer.reserve(18.0, check_compiler_off=False)
     assert reserve.seconds() == pytest.approx(2 * 19.0)
     assert reserve.seconds((4.0, 6.0)) == pytest.approx(2 * 5.0)
+
+
+def test_the_re_check_of_the_result_gets_a_whole_run_past_the_budget(classifier):
+    """Candidate runs stop at the budget's end; the reducer's re-check of its result does not: an
+    AOTInductor search (55 runs, each a package build) lost its result to four 5 s re-checks."""
+    minimizer = Minimizer(classifier, run, timeout_s=120)
+    minimizer.deadline = time.monotonic() - 1.0  # the budget is spent
+    assert minimizer.run_timeout() == CONFIRM_GRACE_S
+    minimizer.reducer = Reducer(lambda source: True)
+    minimizer.reducer.confirming = True
+    assert minimizer.run_timeout() == 120
 
 
 def test_the_result_is_classified_by_its_re_check_when_that_ran_on_the_scripts_own_backend(classifier):
