@@ -6,7 +6,8 @@ in `TRIAGE_TORCH_PROBE` (JSON); what it found goes back in the bootstrap's repor
 Switches (the ablation ladder re-runs a repro under each, without editing the user's text):
   backend      "eager" | "aot_eager" | "aot_eager_decomp_partition" | "inductor": the backend of
                every torch.compile call (a custom backend callable is replaced too)
-  compiler     "off": torch.compile'd code runs eagerly (torch.compiler.set_stance("force_eager"))
+  compiler     "off": torch.compile'd code runs eagerly (torch.compiler.set_stance("force_eager")),
+               and stays so whatever stance the script sets itself
   dynamic      false: every torch.compile call with dynamic=False
   fullgraph    false: every torch.compile call with fullgraph=False
 Measurements (silent failures):
@@ -74,7 +75,7 @@ def install(config):
     import torch
 
     if _config.get("compiler") == "off":
-        torch.compiler.set_stance("force_eager")
+        _hold_stance(torch, "force_eager")
     if _config.get("modules"):
         _record_modules(torch)
         return _report
@@ -93,6 +94,18 @@ def install(config):
     compile_hook._pt2_triage_probe = True
     torch.compile = compile_hook
     return _report
+
+
+def _hold_stance(torch, stance):
+    """Set the compiler's stance, and make every later `set_stance` (function, context manager or
+    decorator; `torch.compiler.set_stance` calls `torch._dynamo.set_stance`) set that one instead:
+    a script's own `set_stance("fail_on_recompile")` turned the compiler back on, and its recompile
+    error was read as eager's own."""
+    import torch._dynamo
+
+    keep = torch._dynamo.set_stance
+    torch.compiler.set_stance(stance)
+    torch._dynamo.set_stance = lambda *args, **kwargs: keep(stance)
 
 
 def _record_modules(torch):

@@ -7,9 +7,9 @@ import pytest
 
 from bot.cli.main import main
 from bot.core.report import MachineEnvironment, TriageReport
-from bot.pipeline.reproduce import ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment, needs_gpu
+from bot.pipeline.reproduce import PROBE_ENV, ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment, needs_gpu
 from runners.probe import probe_machine
-from runners.sandbox import run
+from runners.sandbox import RunSpec, run
 from tests import paths
 
 REPROS = paths.REPROS
@@ -98,6 +98,18 @@ def test_a_repro_for_another_torch_fails_before_the_bug_and_is_not_a_reproductio
     assert not reproduction.reproduced and reproduction.reason == "torch_api_changed", reproduction.summary
     assert reproduction.runs[0].failed and reproduction.runs[0].blocked == "torch_api_changed"
     assert "lowmem_dropout" in reproduction.reason_text
+
+
+def test_a_script_that_sets_its_own_stance_still_runs_clean_with_the_compiler_off(reproducer):
+    """`set_stance("fail_on_recompile")` in the script used to turn the compiler back on in the
+    compiler-off run, so the recompile error showed there too and was called eager's own."""
+    script = ("import torch\n\n@torch.compile(dynamic=False)\ndef scale(x):\n    return x * 2\n\n\n"
+              "scale(torch.ones(4))\ntorch.compiler.set_stance('fail_on_recompile')\n"
+              "with torch.compiler.set_stance('fail_on_recompile'):\n    scale(torch.ones(1))\n")
+    reproduction = reproducer().reproduce(script)
+    assert reproduction.reproduced and reproduction.category_from_run == "recompilation", reproduction.summary
+    off = run(RunSpec(script=script, env={PROBE_ENV: json.dumps({"compiler": "off"})}, timeout_s=120))
+    assert off.exit_code == 0, off.stderr[-2000:]
 
 
 @pytest.mark.slow
