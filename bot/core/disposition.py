@@ -15,8 +15,9 @@ from bot.core.tables import RulesError, require
 
 DISPOSITIONS = ("bug", "limitation", "user_error", "needs_info")
 STATES = ("reproduced", "not_run", "not_reproduced")
-WORKAROUNDS = ("hints", "torch_cond", "capture_scalar_outputs", "allow_unspec_int_on_nn_module", "maybe_mark_dynamic")
-CONDITIONS = ("state", "layer", "message", "no_script")
+WORKAROUNDS = ("hints", "torch_cond", "capture_scalar_outputs", "allow_unspec_int_on_nn_module", "maybe_mark_dynamic",
+               "fallback_random")
+CONDITIONS = ("state", "layer", "message", "no_script", "code", "verified")
 # torch's hints: a `Hint:` line, or a guard's `(HINT: ...)` sentence after its recompile reason (the
 # guard dump's `(HINT: type ReLU)` annotations are not advice)
 HINT = re.compile(r"^\s*Hint:\s*(.+)$|\(HINT:\s*([^()\n]{40,}(?:\([^()\n]*\)[^()\n]*)*)\)", re.M)
@@ -32,6 +33,8 @@ class DispositionRule:
     message: re.Pattern | None = None
     no_script: bool | None = None
     workaround: tuple[str, ...] = ()
+    code: re.Pattern | None = None  # over the script that ran
+    verified: tuple[str, ...] = ()  # workaround kinds a run must have seen work (Facts.verified)
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class Facts:
     eager_error: str | None = None  # the compiler-off rung's exception
     reason_text: str | None = None  # why it did not run or reproduce
     ladder_note: str | None = None  # the ladder's sentence
+    script: str = ""  # the script that ran (the minimized repro where there is one)
+    verified: tuple[str, ...] = ()  # workaround kinds whose rewrite of the script ran clean
 
 
 @dataclass(frozen=True)
@@ -78,8 +83,9 @@ def parse_dispositions(doc: Any, categories: Mapping, where: str) -> Disposition
     require(isinstance(doc, dict) and {"dispositions", "rules"} <= set(doc), where, "needs dispositions and rules")
     require(set(doc["dispositions"]) == set(DISPOSITIONS), where, f"dispositions must be {', '.join(DISPOSITIONS)}")
     rules = tuple(_rule(raw, f"{where}: rules[{i}]") for i, raw in enumerate(doc["rules"]))
-    require(bool(rules) and not rules[-1].states and not rules[-1].layers and rules[-1].message is None
-            and rules[-1].no_script is None, where, "the last rule must have an empty `when` (the default)")
+    last = rules[-1] if rules else None
+    require(last is not None and not last.states and not last.layers and last.message is None and last.code is None
+            and last.no_script is None and not last.verified, where, "the last rule must have an empty `when` (the default)")
     return DispositionTable(dict(doc["dispositions"]), rules)
 
 
@@ -92,19 +98,43 @@ def _rule(raw: Any, where: str) -> DispositionRule:
     require(set(when.get("state", ())) <= set(STATES), where, f"state must be among {', '.join(STATES)}")
     workaround = tuple(raw.get("workaround") or ())
     require(set(workaround) <= set(WORKAROUNDS), where, f"workaround must be among {', '.join(WORKAROUNDS)}")
-    try:
-        message = re.compile(when["message"]) if "message" in when else None
-    except re.error as exc:
-        raise RulesError(f"{where}: `message` is not a valid regex: {exc}") from None
+    verified = tuple(when.get("verified", ()))
+    require(set(verified) <= set(WORKAROUNDS) - {"hints"}, where, "`verified` names workaround kinds")
     return DispositionRule(raw["id"], raw["disposition"], raw["reason"], tuple(when.get("state", ())),
-                           tuple(when.get("layer", ())), message, when.get("no_script"), workaround)
+                           tuple(when.get("layer", ())), _regex(when, "message", where), when.get("no_script"), workaround,
+                           _regex(when, "code", where), verified)
+
+
+def _regex(when: dict, key: str, where: str) -> re.Pattern | None:
+    try:
+        return re.compile(when[key]) if key in when else None
+    except re.error as exc:
+        raise RulesError(f"{where}: `{key}` is not a valid regex: {exc}") from None
 
 
 def holds(rule: DispositionRule, facts: Facts) -> bool:
+    return holds_but_verified(rule, facts) and set(rule.verified) <= set(facts.verified)
+
+
+def holds_but_verified(rule: DispositionRule, facts: Facts) -> bool:
     return ((not rule.states or facts.state in rule.states)
             and (not rule.layers or facts.layer in rule.layers)
             and (rule.message is None or bool(rule.message.search(facts.failure_text)))
-            and (rule.no_script is None or rule.no_script == (not facts.has_script)))
+            and (rule.no_script is None or rule.no_script == (not facts.has_script))
+            and (rule.code is None or bool(rule.code.search(facts.script))))
+
+
+def to_verify(table: DispositionTable, facts: Facts) -> tuple[str, ...]:
+    """The workaround kinds to run before deciding: those of the rules, ahead of the one that holds
+    now, that would hold if their workaround were seen to work (a limitation claimed only on a run's
+    word: Inductor's own random numbers explain a mismatch only if eager's make it go away)."""
+    kinds = []
+    for rule in table.rules:
+        if holds(rule, facts):
+            break
+        if rule.verified and holds_but_verified(rule, facts):
+            kinds += [kind for kind in rule.verified if kind not in facts.verified]
+    return tuple(dict.fromkeys(kinds))
 
 
 def decide(table: DispositionTable, facts: Facts) -> Disposition:

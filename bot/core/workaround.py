@@ -12,6 +12,8 @@ A `limitation` disposition (bot/rules/disposition.yaml) names a workaround kind:
                           runs, so a module's changing int attribute is dynamic, not a recompile each
   maybe_mark_dynamic      each `torch._dynamo.mark_dynamic(x, d)` call becomes `maybe_mark_dynamic`,
                           which lets the traced code specialize the dimension instead of raising
+  fallback_random         `torch._inductor.config.fallback_random = True` before the code runs, so
+                          Inductor draws random numbers the way eager does
 
 Each rewrite returns the new source, or None when the code does not have the shape it handles;
 nothing is claimed until bot/pipeline/ladder.py has run the rewrite and seen it pass.
@@ -69,6 +71,8 @@ CONFIG_SWITCHES = {
     "allow_unspec_int_on_nn_module": ("torch._dynamo.config.allow_unspec_int_on_nn_module = True",
                                       "so an int attribute of a module that changes between calls is traced as a "
                                       "dynamic value instead of a constant that recompiles"),
+    "fallback_random": ("torch._inductor.config.fallback_random = True",
+                        "so Inductor draws random numbers with eager's generator instead of its own"),
 }
 
 

@@ -177,7 +177,8 @@ class LadderRunner:
 # --- disposition and workaround ---------------------------------------------------------------------
 
 def disposition_facts(reproduction: Reproduction | None, script: str | None, issue_text: str,
-                      ladder: LadderReport | None) -> disposition_rules.Facts:
+                      ladder: LadderReport | None, ran: str | None = None) -> disposition_rules.Facts:
+    """`ran`: the script the rules' `code` reads (the minimized repro where there is one)."""
     deciding = deciding_record(reproduction)
     if script is None or reproduction is None or reproduction.status == "needs_gpu":
         state, text = "not_run", issue_text
@@ -190,7 +191,8 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
         "the issue has no runnable repro" if script is None else None)
     return disposition_rules.Facts(state=state, has_script=script is not None, failure_text=text,
                                    layer=ladder.layer if ladder else None, eager_error=off.exception if off else None,
-                                   reason_text=reason, ladder_note=ladder.sentence if ladder and ladder.layer else None)
+                                   reason_text=reason, ladder_note=ladder.sentence if ladder and ladder.layer else None,
+                                   script=ran or script or "")
 
 
 REWRITES = {

@@ -349,14 +349,34 @@ class Triage:
         return f"{run.disposition.kind} ({run.disposition.rule}){shown}"
 
     def disposition_of(self, run: TriageRun) -> Disposition:
-        facts = disposition_facts(run.reproduction, run.script, run.request.text or "", run.ladder)
-        return disposition_rules.decide(self.classifier.ruleset.dispositions, facts)
+        """The first rule that holds. One that holds only on a run's word (`verified`: Inductor's
+        random numbers explain a mismatch only if eager's make it go away) gets that run first: its
+        workaround's rewrite of the script that ran, which must run clean where that script failed."""
+        ran = self.ran_script(run)
+        facts = disposition_facts(run.reproduction, run.script, run.request.text or "", run.ladder, ran)
+        table = self.classifier.ruleset.dispositions
+        kinds = disposition_rules.to_verify(table, facts)
+        record = deciding_record(run.reproduction)
+        if kinds and ran is not None and record is not None and record.failed:
+            found = self.try_rewrites(run, kinds, ran)
+            if found is not None and found.verified:
+                facts, run.workaround = replace(facts, verified=(found.kind,)), found
+        return disposition_rules.decide(table, facts)
+
+    def ran_script(self, run: TriageRun) -> str | None:
+        """The minimized repro where it fails as the script did, else the script."""
+        return run.minimized.source if run.minimized and run.minimized.signature_preserved else run.script
 
     def workaround_for(self, run: TriageRun, disposition: Disposition) -> Workaround | None:
-        record = deciding_record(run.reproduction)
-        if not disposition.workarounds or run.script is None or record is None:
+        if not disposition.workarounds or run.script is None:
             return None
-        return try_workarounds(disposition.workarounds, run.script, record.output_tail, self.runner,
+        return self.try_rewrites(run, disposition.workarounds, run.script)
+
+    def try_rewrites(self, run: TriageRun, kinds: tuple[str, ...], script: str) -> Workaround | None:
+        record = deciding_record(run.reproduction)
+        if record is None:
+            return None
+        return try_workarounds(kinds, script, record.output_tail, self.runner,
                                timeout_s=run.budget.run_timeout(self.options.run_timeout_s), gpu=self.test_device(run) == "cuda",
                                backend=run.minimize_result.backend if run.minimize_result else None)
 

@@ -74,6 +74,62 @@ def test_a_marked_dimension_the_code_specializes_is_a_limitation_with_maybe_mark
     assert decide(failure_text=other, layer="dynamo").kind == "bug"
 
 
+# torch 2.13: torch.export with `Dim("batch")` on an example of batch 1 (fresh_issues_4's classifier)
+EXPORT_SIZE_ONE = """torch._dynamo.exc.UserError: Constraints violated (batch)! For more information, run with TORCH_LOGS="+dynamic".
+  - You marked batch as dynamic but your code specialized it to be a constant (1). If you're using mark_dynamic, either \
+remove it or use maybe_mark_dynamic. If you're using Dim.DYNAMIC, replace it with either Dim.STATIC or Dim.AUTO.
+Suggested fixes:
+  batch = 1
+
+The error above occurred when calling torch.export.export. If you would like to view some more information about this \
+error, and get a list of all other errors that may occur in your export call, you can replace your `export()` call with \
+`draft_export()`.
+"""
+
+
+def test_an_exported_dim_on_an_example_of_size_one_is_exports_zero_one_specialization():
+    found = decide(failure_text=EXPORT_SIZE_ONE)
+    assert (found.kind, found.rule, found.workarounds) == ("limitation", "export_zero_one_specialized", ())
+    assert "size 2 or more" in found.reason
+    six = EXPORT_SIZE_ONE.replace("a constant (1)", "a constant (6)")  # the code itself fixed it: mark_dynamic's rule
+    assert decide(failure_text=six).rule == "mark_dynamic_specialized"
+    compiled = EXPORT_SIZE_ONE.split("\nThe error above")[0]  # torch.compile with mark_dynamic on a size-1 dim
+    assert decide(failure_text=compiled).rule == "mark_dynamic_specialized"
+
+
+def test_an_aoti_package_called_with_inputs_unlike_its_example_is_a_limitation():
+    """AOTI_RUNTIME_CHECK_INPUTS=1 (the diagnostics run's) turns the silent mismatch into this error."""
+    for unmatched in ("unmatched dtype, expected: 3(at::kInt), but got: 4", "unmatched stride value at 1, expected: 1024, but got: 1"):
+        found = decide(failure_text=f"RuntimeError: input_handles[0]: {unmatched}\n")
+        assert (found.kind, found.rule) == ("limitation", "aoti_inputs_unlike_export"), unmatched
+        assert "AOTI_RUNTIME_CHECK_INPUTS" in found.reason and not found.wants_regression_test
+
+
+RANDOM_SCRIPT = "import torch\n\n@torch.compile\ndef noisy(x):\n    return x + torch.randn_like(x)\n"
+
+
+def test_random_numbers_in_an_inductor_mismatch_are_a_limitation_only_once_eagers_make_it_pass():
+    facts = Facts(state="reproduced", has_script=True, failure_text="AssertionError: loss mismatch", layer="inductor",
+                  script=RANDOM_SCRIPT)
+    assert disposition.to_verify(TABLE, facts) == ("fallback_random",)
+    assert disposition.decide(TABLE, facts).kind == "bug"  # not seen to work: still a compiler bug
+    verified = disposition.decide(TABLE, Facts(**{**facts.__dict__, "verified": ("fallback_random",)}))
+    assert (verified.kind, verified.rule, verified.workarounds) == ("limitation", "inductor_random_numbers", ("fallback_random",))
+    for other in ({"script": RANDOM_SCRIPT.replace("torch.randn_like(x)", "x.sin()")}, {"layer": "aot_autograd"}):
+        assert disposition.to_verify(TABLE, Facts(**{**facts.__dict__, **other})) == (), other
+
+
+def test_a_rule_with_a_verified_condition_or_a_code_regex_is_checked_when_loaded():
+    doc = {"dispositions": dict(TABLE.meanings),
+           "rules": [{"id": "x", "disposition": "limitation", "when": {"verified": ["hints"]}, "reason": "r"},
+                     {"id": "default", "disposition": "bug", "when": {}, "reason": "r"}]}
+    with pytest.raises(RulesError, match="verified"):
+        disposition.parse_dispositions(doc, {}, "t")
+    doc["rules"][0]["when"] = {"code": "("}
+    with pytest.raises(RulesError, match="`code` is not a valid regex"):
+        disposition.parse_dispositions(doc, {}, "t")
+
+
 def test_a_data_dependent_branch_named_only_by_its_place_is_a_limitation_once_completed():
     """torch.export on torch 2.13 prints `Caused by: (…repro.py:N in f)`; the pipeline completes it
     from the script that ran (workaround.with_caused_by_source) before the table reads it."""

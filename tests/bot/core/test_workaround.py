@@ -82,6 +82,18 @@ def test_mark_dynamic_becomes_maybe_mark_dynamic_and_nothing_else_changes():
 
 
 @pytest.mark.slow
+def test_inductors_random_numbers_match_eagers_with_fallback_random():
+    """The documented switch the `inductor_random_numbers` disposition stands on, on real torch."""
+    script = ("import torch\n\n\n@torch.compile\ndef noisy(x):\n    return x + torch.randn_like(x)\n\n\n"
+              "x = torch.zeros(64)\ntorch.manual_seed(0)\ncompiled = noisy(x)\ntorch.manual_seed(0)\n"
+              "assert torch.equal(compiled, x + torch.randn_like(x)), 'compiled noise differs'\n")
+    assert "compiled noise differs" in run(RunSpec(script=script, timeout_s=300)).stderr
+    rewritten = workaround.config_switch("fallback_random", script)
+    assert rewritten.source.split("\n")[1] == "torch._inductor.config.fallback_random = True"
+    result = run(RunSpec(script=rewritten.source, timeout_s=300))
+    assert result.status == "ok", result.stderr[-2000:]
+
+
 def test_the_readme_examples_rewrite_runs_under_fullgraph():
     assert run(RunSpec(script=EXAMPLE, timeout_s=300)).status != "ok"
     result = run(RunSpec(script=workaround.torch_cond(EXAMPLE, line=11).source, timeout_s=300))

@@ -81,6 +81,39 @@ def test_the_readme_example_is_a_limitation_with_a_verified_torch_cond_rewrite(t
     assert "#### Disposition: limitation" in comment and "verified here" in comment
 
 
+RANDOM_NOISE_ISSUE = """# Compiled diffusion step gives a different loss than eager with the same seed
+
+```python
+import torch
+
+
+def add_noise(x):
+    return x + torch.randn_like(x)
+
+
+x = torch.zeros(64)
+torch.manual_seed(0)
+compiled = torch.compile(add_noise)(x)
+torch.manual_seed(0)
+eager = add_noise(x)
+assert torch.allclose(compiled, eager), f"max diff {(compiled - eager).abs().max():.4f}"
+```
+"""
+
+
+@pytest.mark.slow
+def test_a_mismatch_that_eagers_random_numbers_remove_is_a_limitation_with_a_verified_switch(tmp_path):
+    """Inductor's own RNG explains the mismatch only because the run with `fallback_random` passes."""
+    issue = tmp_path / "issue.md"
+    issue.write_text(RANDOM_NOISE_ISSUE)
+    assert run_cli("triage", str(issue), "--out", str(tmp_path / "out"), "--budget", "30", "--no-minifier") == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["reproduction"]["reproduced"] and report["ladder"]["layer"] == "inductor", report["ladder"]
+    assert (report["disposition"]["kind"], report["disposition"]["rule"]) == ("limitation", "inductor_random_numbers")
+    assert report["workaround"]["kind"] == "fallback_random" and report["workaround"]["verified"]
+    assert report["regression_test"] is None
+
+
 @pytest.mark.slow
 def test_triage_with_a_pytorch_checkout_writes_a_patch_into_the_suggested_class(tmp_path, capsys):
     root = tmp_path / "pytorch"
