@@ -77,7 +77,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
             model, check = compared_call(tree, entry, instance, args, names)
             tail = [model] + bound + [check]
         else:
-            tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args)))]
+            tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args, imported_names(tree))))]
         tail = under_no_grad(tail, record)
         body = live_statements(copy.deepcopy(preamble), ast.Module(body=tail, type_ignores=[]), modules) + tail
         programs.append(names.named(without_unread(format_source(ast.Module(body=body, type_ignores=[])))))
@@ -265,12 +265,15 @@ def _is_entry(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and is_compile(node)
 
 
-def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr]) -> ast.expr:
+def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr],
+                  imported: frozenset[str] = frozenset()) -> ast.expr:
     """The entry point as the original wrote it (callee and keywords), applied to `instance` alone:
     `torch.compile(C(...), fullgraph=True)(x, y)` or `torch.export.export(C(...), (x, y))`. An
-    export's `dynamic_shapes` name the original's inputs, so they are left out."""
+    export's `dynamic_shapes` stay only when written out from literals and `imported` names
+    (`{"images": {0: Dim("batch")}}`, which may be what fails): a name of the script's would be unbound."""
     if isinstance(entry, ast.Call) and is_export(entry):
-        keywords = [copy.deepcopy(k) for k in entry.keywords if k.arg not in (None, "dynamic_shapes", "args", "mod")]
+        keywords = [copy.deepcopy(k) for k in entry.keywords if k.arg not in (None, "dynamic_shapes", "args", "mod")
+                    or (k.arg == "dynamic_shapes" and _reads_only(k.value, imported))]
         return ast.Call(func=copy.deepcopy(entry.func),
                         args=[instance, ast.Tuple(elts=inputs, ctx=ast.Load())], keywords=keywords)
     if isinstance(entry, ast.Call):
@@ -279,6 +282,16 @@ def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr]) -
     else:
         compiled = ast.Call(func=copy.deepcopy(entry), args=[instance], keywords=[])
     return ast.Call(func=compiled, args=inputs, keywords=[])
+
+
+def _reads_only(value: ast.expr, names: frozenset[str]) -> bool:
+    return all(node.id in names for node in ast.walk(value) if isinstance(node, ast.Name))
+
+
+def imported_names(tree: ast.Module) -> frozenset[str]:
+    """The names the file's imports bind (the hoisted program keeps every import)."""
+    return frozenset(alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+                     if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names)
 
 
 def packaged(tree: ast.Module, applied: ast.Call) -> ast.expr:

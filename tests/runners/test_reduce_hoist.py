@@ -95,6 +95,15 @@ def test_an_export_keeps_its_keywords_but_not_the_originals_dynamic_shapes():
                                         "requires_grad=True), torch.zeros(2, 5, dtype=torch.bool)), strict=False)")
 
 
+def test_an_export_keeps_dynamic_shapes_written_out_from_imported_names():
+    """`Dim("batch")` on an example of size 1 may be the failure (export's 0/1 specialization)."""
+    script = "from torch.export import Dim\n" + SCRIPT.replace(
+        "compiled = torch.compile(model, fullgraph=True)",
+        "compiled = torch.export.export(model, (x, m), dynamic_shapes={'x': {0: Dim('batch')}, 'mask': None})")
+    program = hoisted_programs(ast.parse(script), RECORDS)[0]
+    assert program.splitlines()[-1].endswith("dynamic_shapes={'x': {0: Dim('batch')}, 'mask': None})"), program
+
+
 def test_an_export_the_original_packages_with_aotinductor_is_packaged_too():
     script = SCRIPT.replace("compiled = torch.compile(model, fullgraph=True)",
                             "compiled = torch._inductor.aoti_compile_and_package(torch.export.export(model, (x, m)), "
