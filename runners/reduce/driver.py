@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import hashlib
 import time
 from collections import deque
@@ -138,7 +139,7 @@ class Reducer:
                 candidate_tree = ast.parse(source)
             except (SyntaxError, ValueError):
                 continue
-            if self._admissible(source, candidate_tree, best):
+            if self._admissible(source, candidate_tree, best, leap=True):
                 self.stats.candidates += 1
                 pending.append(Candidate("hoist", source, candidate_tree, position, None))
         winner = None
@@ -164,15 +165,20 @@ class Reducer:
         self.stats.pass_runs[name] = self.stats.pass_runs.get(name, 0) + self.stats.runs - runs_before
         self.stats.pass_seconds[name] = round(self.stats.pass_seconds.get(name, 0.0) + time.monotonic() - started, 2)
 
-    def _admissible(self, candidate: str, candidate_tree: ast.AST, best: str) -> bool:
+    def _admissible(self, candidate: str, candidate_tree: ast.AST, best: str, leap: bool = False) -> bool:
         """Whether a candidate is worth a run: smaller than the best, not a sure NameError /
-        AttributeError / TypeError, and the same kind of repro (shape.py). Skips are counted."""
+        AttributeError / TypeError, and the same kind of repro (shape.py). Skips are counted. A
+        leap's sizes are the original's own (recorded from its run), so a 0 or 1 in a dynamic
+        dimension there is no change of shape (see shape.joined)."""
         if size_key(candidate) >= size_key(best):
             return False
         if self._sure_to_fail(candidate_tree):
             self.stats.sure_failures_skipped += 1
             return False
-        if self.shape is not None and not self.shape.kept_by(shape_of(candidate_tree)):
+        shape = shape_of(candidate_tree)
+        if leap and self.shape is not None:
+            shape = dataclasses.replace(shape, zero_one_dynamic=self.shape.zero_one_dynamic)
+        if self.shape is not None and not self.shape.kept_by(shape):
             self.stats.shape_changes_skipped += 1
             return False
         return True

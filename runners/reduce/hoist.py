@@ -61,6 +61,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     preamble = preamble_of(tree, entry)
     modules = {record.get("class") for record in records if isinstance(record, dict)}
+    known = imported_names(tree) | bound_names(preamble)
     programs = []
     for record in records:
         try:
@@ -77,7 +78,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
             model, check = compared_call(tree, entry, instance, args, names)
             tail = [model] + bound + [check]
         else:
-            tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args, imported_names(tree))))]
+            tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args, known)))]
         tail = under_no_grad(tail, record)
         body = live_statements(copy.deepcopy(preamble), ast.Module(body=tail, type_ignores=[]), modules) + tail
         programs.append(names.named(without_unread(format_source(ast.Module(body=body, type_ignores=[])))))
@@ -266,14 +267,15 @@ def _is_entry(node: ast.AST) -> bool:
 
 
 def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr],
-                  imported: frozenset[str] = frozenset()) -> ast.expr:
+                  known: frozenset[str] = frozenset()) -> ast.expr:
     """The entry point as the original wrote it (callee and keywords), applied to `instance` alone:
     `torch.compile(C(...), fullgraph=True)(x, y)` or `torch.export.export(C(...), (x, y))`. An
-    export's `dynamic_shapes` stay only when written out from literals and `imported` names
-    (`{"images": {0: Dim("batch")}}`, which may be what fails): a name of the script's would be unbound."""
+    export's `dynamic_shapes` stay only when written out from literals and `known` names, those the
+    program binds before the call (`{"images": {0: batch}}` after `batch = Dim("batch")`, which may be
+    what fails); a name of the original's inputs would be unbound."""
     if isinstance(entry, ast.Call) and is_export(entry):
         keywords = [copy.deepcopy(k) for k in entry.keywords if k.arg not in (None, "dynamic_shapes", "args", "mod")
-                    or (k.arg == "dynamic_shapes" and _reads_only(k.value, imported))]
+                    or (k.arg == "dynamic_shapes" and _reads_only(k.value, known))]
         return ast.Call(func=copy.deepcopy(entry.func),
                         args=[instance, ast.Tuple(elts=inputs, ctx=ast.Load())], keywords=keywords)
     if isinstance(entry, ast.Call):
@@ -292,6 +294,14 @@ def imported_names(tree: ast.Module) -> frozenset[str]:
     """The names the file's imports bind (the hoisted program keeps every import)."""
     return frozenset(alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
                      if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names)
+
+
+def bound_names(statements: list[ast.stmt]) -> frozenset[str]:
+    """The names the set-up binds at its own level: definitions, and the targets of the rest."""
+    names = {node.name for node in statements if isinstance(node, DEFINITIONS) and hasattr(node, "name")}
+    names |= {name.id for node in statements if not isinstance(node, DEFINITIONS)
+              for name in ast.walk(node) if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)}
+    return frozenset(names)
 
 
 def packaged(tree: ast.Module, applied: ast.Call) -> ast.expr:
@@ -343,10 +353,18 @@ def _leading_statements(holder: ast.stmt, entry: ast.expr) -> list[ast.stmt]:
     for node in holder.body:
         if _contains(node, entry):
             break
+        if _early_exit(node):
+            continue  # the run reached the entry, so it did not return there (`if not cfg.export: return`)
         if any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)) for n in ast.walk(node)):
             return []
         leading.append(node)
     return leading
+
+
+def _early_exit(node: ast.stmt) -> bool:
+    """`if <test>: return` (no value that calls anything, no `else`)."""
+    return (isinstance(node, ast.If) and not node.orelse and len(node.body) == 1 and isinstance(node.body[0], ast.Return)
+            and not any(isinstance(n, ast.Call) for n in ast.walk(node.body[0])))
 
 
 def _contains(node: ast.AST, target: ast.AST) -> bool:

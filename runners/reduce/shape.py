@@ -86,7 +86,8 @@ def joined(original: Shape, leap: Shape) -> Shape:
     passed a name the rule cannot follow, so a tensor input became a fact to keep). A number the
     leap passes is one the original passed too (the hoist replays its recorded calls): without it,
     a leap passing `sigma=80.0` that the original read from a list met a rule it broke itself, and
-    every candidate after it was refused."""
+    every candidate after it was refused. So is a size of 0 or 1 in a dynamic dimension (an export
+    of `image.unsqueeze(0)` with `Dim("batch")`, recorded as `torch.randn(1, 3, 32, 32)`)."""
     return Shape(entry_points=original.entry_points | leap.entry_points,
                  tensor_input=original.tensor_input or leap.tensor_input,
                  number_input=original.number_input or leap.number_input,
@@ -94,7 +95,7 @@ def joined(original: Shape, leap: Shape) -> Shape:
                  number_slots=original.number_slots | leap.number_slots,
                  input_branch=original.input_branch or leap.input_branch,
                  input_read=original.input_read or leap.input_read,
-                 zero_one_dynamic=original.zero_one_dynamic)
+                 zero_one_dynamic=original.zero_one_dynamic or leap.zero_one_dynamic)
 
 
 def shape_of(tree: ast.AST) -> Shape:

@@ -95,13 +95,26 @@ def test_an_export_keeps_its_keywords_but_not_the_originals_dynamic_shapes():
                                         "requires_grad=True), torch.zeros(2, 5, dtype=torch.bool)), strict=False)")
 
 
-def test_an_export_keeps_dynamic_shapes_written_out_from_imported_names():
+def test_an_export_keeps_dynamic_shapes_written_out_from_names_the_set_up_binds():
     """`Dim("batch")` on an example of size 1 may be the failure (export's 0/1 specialization)."""
     script = "from torch.export import Dim\n" + SCRIPT.replace(
         "compiled = torch.compile(model, fullgraph=True)",
-        "compiled = torch.export.export(model, (x, m), dynamic_shapes={'x': {0: Dim('batch')}, 'mask': None})")
+        "batch = Dim('batch')\n    compiled = torch.export.export(model, (x, m), dynamic_shapes={'x': {0: batch}, "
+        "'mask': {0: Dim('b')}})")
     program = hoisted_programs(ast.parse(script), RECORDS)[0]
-    assert program.splitlines()[-1].endswith("dynamic_shapes={'x': {0: Dim('batch')}, 'mask': None})"), program
+    assert "\nbatch = Dim('batch')\n" in program, program
+    assert program.splitlines()[-1].endswith("dynamic_shapes={'x': {0: batch}, 'mask': {0: Dim('b')}})"), program
+
+
+def test_an_early_return_before_the_entry_point_does_not_cost_the_set_up():
+    """The run reached the entry, so `if not cfg.export: return` did not return; the names bound
+    before and after it stay (here the `Dim` the export's dynamic_shapes read)."""
+    script = "from torch.export import Dim\n" + SCRIPT.replace(
+        "compiled = torch.compile(model, fullgraph=True)",
+        "if not cfg.dim:\n        return\n    batch = Dim('batch')\n"
+        "    compiled = torch.export.export(model, (x, m), dynamic_shapes={'x': {0: batch}, 'mask': None})")
+    program = hoisted_programs(ast.parse(script), RECORDS)[0]
+    assert "\nbatch = Dim('batch')\n" in program and "cfg.dim:" not in program, program
 
 
 def test_an_export_the_original_packages_with_aotinductor_is_packaged_too():

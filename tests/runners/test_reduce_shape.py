@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from runners.reduce import reduce_source
+from runners.reduce import Reducer, reduce_source
 from runners.reduce.shape import shape_of
 from tests.paths import REPROS
 
@@ -326,3 +326,19 @@ def test_a_number_passed_beside_a_tensor_does_not_let_the_tensor_become_a_number
     assert original.tensor_input and original.number_input
     assert original.kept_by(shape("import torch\nmodel = torch.compile(f)\nmodel(torch.ones(1), 1.0)\n"))
     assert not original.kept_by(shape("import torch\nmodel = torch.compile(f)\nmodel(1, 1.0)\nmodel(torch.ones(1), 2.0)\n"))
+
+
+def test_a_leaps_size_one_in_a_dynamic_dimension_is_the_originals_own():
+    """fresh_issues_4's export: `image.unsqueeze(0)` under `Dim("batch")`, recorded as
+    `torch.randn(1, 8, 8)`. The hoisted export is admitted and what follows it may keep size 1; a
+    candidate of the original's own search still may not introduce it."""
+    from runners.reduce.shape import joined
+
+    original = shape(DIM_EXPORT.replace("torch.randn(4, 8, 8)", "load_image(path).unsqueeze(0)"))
+    leap = DIM_EXPORT.replace("torch.randn(4, 8, 8)", "torch.randn(1, 8, 8)")
+    assert not original.zero_one_dynamic and shape(leap).zero_one_dynamic
+    assert joined(original, shape(leap)).kept_by(shape(leap))
+    seen = []
+    Reducer(lambda source: seen.append(source) or False).reduce(
+        DIM_EXPORT.replace("torch.randn(4, 8, 8)", "load_image(path).unsqueeze(0)"), leaps=[leap], known_interesting=True)
+    assert leap in seen  # run, not refused as a change of shape
