@@ -208,7 +208,19 @@ def _entry_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.F
         elif isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id in classes:
             entries += [n for n in classes[target.func.id].body
                         if isinstance(n, ast.FunctionDef) and n.name in ("forward", "__call__")]
+        elif _is_self_attribute(target):  # `torch.compile(self._predict_impl)` in `__init__`
+            entries += _method_named(target.attr, classes)
     return entries
+
+
+def _is_self_attribute(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _method_named(name: str, classes: dict[str, ast.ClassDef]) -> list[ast.FunctionDef]:
+    """The method `name` when exactly one of the file's classes defines it (else none: unknown)."""
+    methods = [n for cls in classes.values() for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    return methods if len(methods) == 1 else []
 
 
 def _definitions(tree: ast.AST) -> tuple[dict[str, ast.FunctionDef], dict[str, ast.ClassDef]]:
@@ -229,10 +241,13 @@ def _entry_targets(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.exp
 
 
 def _traced_by(target: ast.expr, functions: dict, classes: dict, seen: frozenset[str] = frozenset()) -> list[ast.FunctionDef]:
-    """What calling `target` runs: a function of the file, or a module's `forward` together with the
+    """What calling `target` runs: a function of the file, a method handed on as `self.method` (the
+    one method of that name in the file's classes), or a module's `forward` together with the
     `forward`s of the submodules its class builds (`self.blocks = ModuleList([Block() ...])`)."""
     if isinstance(target, ast.Name) and target.id in functions:
         return [functions[target.id]]
+    if _is_self_attribute(target):
+        return _method_named(target.attr, classes)
     name = target.id if isinstance(target, ast.Name) else (
         target.func.id if isinstance(target, ast.Call) and isinstance(target.func, ast.Name) else None)
     if name not in classes or name in seen:

@@ -342,3 +342,22 @@ def test_a_leaps_size_one_in_a_dynamic_dimension_is_the_originals_own():
     Reducer(lambda source: seen.append(source) or False).reduce(
         DIM_EXPORT.replace("torch.randn(4, 8, 8)", "load_image(path).unsqueeze(0)"), leaps=[leap], known_interesting=True)
     assert leap in seen  # run, not refused as a change of shape
+
+
+def test_a_method_compiled_through_self_is_read_like_a_function():
+    """`torch.compile(self._predict_impl)` in `__init__`: once unknown (so taken to read its input),
+    which refused the candidate that made the class plain functions, where the same code is known."""
+    predictor = """import torch
+class Predictor:
+    def __init__(self):
+        self._predict = torch.compile(self._predict_impl, fullgraph=True)
+    def _predict_impl(self, tokens):
+        return torch.randn(2)
+    def __call__(self, tokens):
+        return self._predict(tokens)
+Predictor()(torch.ones(2))
+"""
+    assert not shape(predictor).input_read
+    assert shape(predictor.replace("return torch.randn(2)", "return tokens * 2")).input_read
+    two_classes = predictor + "class Other:\n    def _predict_impl(self, x):\n        return x\n"
+    assert shape(two_classes).input_read  # which one is meant is unknown: taken to read it
