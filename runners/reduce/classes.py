@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
-from runners.reduce.modules import _function_name
+from runners.reduce.folds import SCOPES
+from runners.reduce.modules import _function_name, _is_docstring, _method
 from runners.reduce.paths import resolve, set_child, walk_paths
 from runners.reduce.rewrites import _bind_arguments, _enclosing_statement
 
 CALL_METHOD = "__call__"
 INIT = "__init__"
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 @dataclass
@@ -46,7 +46,7 @@ class Plan:
     bound_to: str | None  # `obj` of `obj = Class(...)`; None when the instance is used at once
 
 
-def namespace_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+def class_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     for node in getattr(tree, "body", []):
         if isinstance(node, ast.ClassDef) and _plan(tree, node.name) is not None:
             yield "classes", _dissolve(node.name)
@@ -149,10 +149,6 @@ def _is_receiver(node: ast.Attribute, receiver: str) -> bool:
     return isinstance(node.value, ast.Name) and node.value.id == receiver
 
 
-def _is_docstring(statement: ast.stmt) -> bool:
-    return isinstance(statement, ast.Pass) or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
-
-
 def _module_names(tree: ast.AST, cls: ast.ClassDef) -> dict[str, str]:
     """Attribute or method -> its module-level name: its own, unless some other name in the file
     already reads that way (then with `_` added); `__call__` -> the class in snake case."""
@@ -242,10 +238,6 @@ def _init_body(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
     if init is None:
         return []
     return _rewritten([s for s in init.body if not _is_docstring(s)], names, init.args.args[0].arg)
-
-
-def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
-    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
 def _module_level(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:

@@ -32,7 +32,7 @@ from runners.reduce.checks import sure_errors
 from runners.reduce.shape import Shape, joined, shape_of
 from runners.reduce.structural import argument_edits, constant_edits, expression_edits, statement_edits, unwrap_edits
 from runners.reduce.rewrites import inline_edits, instance_edits, parameter_edits
-from runners.reduce.classes import namespace_edits
+from runners.reduce.classes import class_edits
 from runners.reduce.dead import dead_code_edits
 from runners.reduce.folds import fold_edits
 from runners.reduce.literals import literal_edits
@@ -42,7 +42,7 @@ from runners.reduce.records import field_edits
 
 PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
     dead_code_edits, statement_edits, unwrap_edits, instance_edits, attribute_edits, default_edits, field_edits,
-    parameter_edits, function_edits, namespace_edits, fold_edits, inline_edits, literal_edits, argument_edits, expression_edits, constant_edits)
+    parameter_edits, function_edits, class_edits, fold_edits, inline_edits, literal_edits, argument_edits, expression_edits, constant_edits)
 
 
 class Reducer:

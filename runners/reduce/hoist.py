@@ -61,7 +61,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     preamble = preamble_of(tree, entry)
     modules = {record.get("class") for record in records if isinstance(record, dict)}
-    known = imported_names(tree) | bound_names(preamble)
+    known = bound_names(preamble)
     programs = []
     for record in records:
         try:
@@ -290,15 +290,11 @@ def _reads_only(value: ast.expr, names: frozenset[str]) -> bool:
     return all(node.id in names for node in ast.walk(value) if isinstance(node, ast.Name))
 
 
-def imported_names(tree: ast.Module) -> frozenset[str]:
-    """The names the file's imports bind (the hoisted program keeps every import)."""
-    return frozenset(alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
-                     if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names)
-
-
 def bound_names(statements: list[ast.stmt]) -> frozenset[str]:
-    """The names the set-up binds at its own level: definitions, and the targets of the rest."""
-    names = {node.name for node in statements if isinstance(node, DEFINITIONS) and hasattr(node, "name")}
+    """The names the set-up binds at its own level: imports, definitions, and the targets of the rest."""
+    names = {alias.asname or alias.name.split(".")[0] for node in statements
+             if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    names |= {node.name for node in statements if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     names |= {name.id for node in statements if not isinstance(node, DEFINITIONS)
               for name in ast.walk(node) if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store)}
     return frozenset(names)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from runners.reduce import Reducer
-from runners.reduce.classes import namespace_edits
+from runners.reduce.classes import class_edits
 from tests.runners.test_reduce import prints
 from tests.runners.test_reduce_modules import applied
 
@@ -58,7 +58,7 @@ def run(source: str) -> str:
 
 
 def test_a_class_called_once_becomes_functions_and_its_init_runs_where_it_was_made():
-    [(name, program)] = applied(PREDICTOR, namespace_edits)
+    [(name, program)] = applied(PREDICTOR, class_edits)
     assert name == "classes"
     assert "class" not in program and "self" not in program
     assert "def _predict_impl(tokens):" in program and "def predictor(tokens):" in program
@@ -67,7 +67,7 @@ def test_a_class_called_once_becomes_functions_and_its_init_runs_where_it_was_ma
 
 
 def test_an_object_bound_to_a_name_keeps_its_state_in_globals():
-    [(_, program)] = applied(TRAINER, namespace_edits)
+    [(_, program)] = applied(TRAINER, class_edits)
     assert "class" not in program and "trainer" not in program
     assert "global steps" in program and "steps += 1" in program
     assert "lr = 0.5" in program  # the parameter the call gives, then the attribute set from it
@@ -76,7 +76,7 @@ def test_an_object_bound_to_a_name_keeps_its_state_in_globals():
 
 
 def test_a_member_whose_name_the_file_uses_elsewhere_is_renamed():
-    [(_, program)] = applied(TRAINER, namespace_edits)
+    [(_, program)] = applied(TRAINER, class_edits)
     assert "model_ = model" in program and "model_(x)" in program  # `model` is the function passed in
 
 
@@ -89,7 +89,7 @@ def test_classes_that_are_not_one_plain_object_are_left_alone():
     returns_early = TRAINER.replace("self.steps = 0", "self.steps = 0\n        return")
     in_function = PREDICTOR.replace("for tokens in range(3):", "def main():\n  for tokens in range(3):") + "main()\n"
     for source in (two_objects, subclass, passed_on, receiver_passed, dunder, returns_early, in_function):
-        assert applied(source, namespace_edits) == [], source
+        assert applied(source, class_edits) == [], source
 
 
 def test_the_reducer_takes_a_wrapper_class_down_to_the_call_it_makes():
