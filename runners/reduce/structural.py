@@ -145,12 +145,16 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
     still fail the same way, but nobody can read that repro), nor is a call's callee
     (`f(torch.randn(2))` -> `f(torch.randn)` passes a function where a value was). A method call
     may become its receiver (`Net().eval()` -> `Net()`, `x.contiguous()` -> `x`), and a
-    comprehension the sequence it runs over (`[p for p in passages]` -> `passages`)."""
+    comprehension the sequence it runs over (`[p for p in passages]` -> `passages`). What a call
+    calls is replaced only where it is a choice (`(torch.compile(f) if opt else f)(x)` ->
+    `torch.compile(f)(x)`): any other callee would lose the call's meaning (`a.run(x)` -> `a(x)`)."""
     modules = imported_names(tree)
     for path, node in walk_paths(tree):
         if not path or not isinstance(node, ast.expr) or isinstance(node, (ast.Name, ast.Constant)):
             continue
-        if path[-1][0] in ("targets", "target", "ctx", "func") or isinstance(node, (ast.Starred, ast.Slice)):
+        if path[-1][0] in ("targets", "target", "ctx") or isinstance(node, (ast.Starred, ast.Slice)):
+            continue
+        if path[-1][0] == "func" and not isinstance(node, CHOICES):
             continue
         for child_name, child_index in child_expressions(node):
             child = getattr(node, child_name) if child_index is None else getattr(node, child_name)[child_index]
@@ -169,6 +173,7 @@ def expression_edits(tree: ast.AST, replacements: Sequence[ast.expr] = ()) -> It
 
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp)
+CHOICES = (ast.IfExp, ast.BoolOp)  # `a if c else b`, `a or b`: each part is a callee of its own
 RECEIVER = (("func", None), ("value", None))  # `x` of `x.method(...)`
 ITERABLE = (("generators", 0), ("iter", None))  # `xs` of `[f(x) for x in xs]`
 

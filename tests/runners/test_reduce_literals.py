@@ -79,3 +79,10 @@ def test_an_unread_forward_parameter_goes_with_its_argument_at_every_instance_ca
               "model = Scale()\nprint(model(21, [1, 2, 3]), Scale()(21, None, 2))\n")
     result = reduce_source(source, prints("42 42\n"))
     assert "mask" not in result.source and "[1, 2, 3]" not in result.source, result.source
+
+
+def test_a_chosen_callee_gives_way_to_either_choice():
+    source = ("def twice(x):\n    return 2 * x\n\nopt = twice\n"
+              "print((opt if len('on') else twice)(21), (opt or twice)(21))\n")
+    result = reduce_source(source, prints("42 42\n"))
+    assert " if " not in result.source and " or " not in result.source, result.source
