@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -119,6 +119,15 @@ def silent_kinds(ruleset: Ruleset, text_category: str | None, run_category: str 
                  and (c.id in (text_category, run_category) or c.differential.prose in features))
 
 
+def reproduces_report(kind: str, text_category: str | None, asked: tuple[str, ...]) -> bool:
+    """Whether a silent finding of `kind` is the failure the report is about: the text's category,
+    one its prose describes (`asked`), or any when the text names no PT2 category. A report of a
+    crash whose run now passes with a graph break (#100697: frexp's `out=` asserted inside Dynamo
+    and is a graph break on a later torch) is not reproduced by that graph break: the crash is gone,
+    and the measurement is shown beside the verdict."""
+    return text_category is None or kind in asked
+
+
 def machine_environment(probe: dict) -> MachineEnvironment:
     """The probe's plain dict (runners/probe.py) as a report record."""
     known = MachineEnvironment.__dataclass_fields__
@@ -174,8 +183,12 @@ class Reproducer:
         if hits:
             return self._reproduced(base, checks, hits, changed)
         # the run's category may come from a passing run's log lines: evidence that calls for a
-        # measurement (Dynamo's own counters), never a reproduction by itself
-        silent = self._silent(text_category, category, issue_text)
+        # measurement (Dynamo's own counters), never a reproduction by itself; and what it measures
+        # reproduces the report only when the report asked for it (below)
+        asked = silent_kinds(self.ruleset, text_category, None, issue_text)
+        silent = tuple(check if not check.reproduced or reproduces_report(check.kind, text_category, asked)
+                       else replace(check, reproduced=False, summary=f"{check.summary} (not the failure the report describes)")
+                       for check in self._silent(text_category, category, issue_text))
         if any(check.reproduced for check in silent):
             found = next(check for check in silent if check.reproduced)
             return Reproduction(status="reproduced", reproduced=True, runs_total=1, runs_reproduced=1,

@@ -132,6 +132,21 @@ def test_category_from_the_issue_text_is_corrected_by_the_run(reproducer):
 
 
 @pytest.mark.slow
+def test_a_graph_break_reproduces_a_report_about_graph_breaks_but_not_a_crash_that_is_gone(reproducer):
+    """A crash report whose script now passes with a graph break (Dynamo refusing what it once
+    asserted on) is not reproduced by that graph break: the measurement is shown, marked as not the
+    reported failure."""
+    crash = ("compiling with backend eager crashes\n```\ntorch._dynamo.exc.InternalTorchDynamoError: "
+             "AssertionError: \n\nfrom user code:\n   File \"repro.py\", line 9, in forward\n```")
+    gone = reproducer().reproduce(repro("graph_break_logged_print"), issue_text=crash)
+    assert gone.category_from_text == "dynamo_internal_error" and not gone.reproduced, gone.summary
+    [measured] = [check for check in gone.silent if check.kind == "graph_break"]
+    assert not measured.reproduced and "not the failure the report describes" in measured.summary
+    about_breaks = reproducer().reproduce(repro("graph_break_logged_print"), issue_text="print() causes a graph break")
+    assert about_breaks.reproduced and about_breaks.category_from_run == "graph_break", about_breaks.summary
+
+
+@pytest.mark.slow
 def test_when_the_run_agrees_with_the_text_one_run_carries_the_diagnostics_and_artifacts(reproducer, tmp_path):
     issue = "fullgraph=True fails:\n```\ntorch._dynamo.exc.Unsupported: Data-dependent branching\n```"
     reproduction = reproducer(out_dir=tmp_path).reproduce(repro("graph_break_fullgraph"), issue_text=issue)
