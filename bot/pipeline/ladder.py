@@ -59,7 +59,7 @@ def deciding_record(reproduction: Reproduction | None) -> RunRecord | None:
 class LadderRunner:
     def __init__(self, classifier: Classifier, runner: Runner, *, timeout_s: float, jobs: int, gpu: bool,
                  cache_dir: str | None = None):
-        self.cache_dir = cache_dir  # the triage's compile cache (kernels the minimizer built for the same repro)
+        self.cache_dir = cache_dir  # the compile cache of the minimized repro (its verifying run wrote there; no candidate did)
         self.classifier = classifier
         self.runner = runner
         self.timeout_s = timeout_s

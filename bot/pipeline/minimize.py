@@ -148,19 +148,29 @@ def probe_backend(env: Mapping[str, str]) -> str | None:
 class RecentRuns:
     """The latest few runs, by (env, script) with their verdicts (thread-safe: candidates run side by
     side). The final classification of the result is the re-check's run when that ran on the
-    script's own backend (`Minimizer.final_verdict`), and the ladder reuses the result's runs."""
+    script's own backend (`Minimizer.verified_result`), and the ladder reuses the result's runs."""
 
     def __init__(self, kept: int = RECENT_RUNS_KEPT):
         self.kept = kept
         self._runs: dict[tuple[str, str], tuple[Classification, RunResult]] = {}
+        self._clean: set[tuple[str, str]] = set()  # runs in a compile cache no candidate wrote in
         self._lock = threading.Lock()
 
-    def remember(self, env: dict[str, str] | None, script: str, classification: Classification, result: RunResult) -> None:
+    def remember(self, env: dict[str, str] | None, script: str, classification: Classification, result: RunResult,
+                 clean_cache: bool = False) -> None:
+        key = (env_key(env), script)
         with self._lock:
-            self._runs.pop((env_key(env), script), None)
-            self._runs[(env_key(env), script)] = (classification, result)
+            self._runs.pop(key, None)
+            self._runs[key] = (classification, result)
+            (self._clean.add if clean_cache else self._clean.discard)(key)
             while len(self._runs) > self.kept:
-                self._runs.pop(next(iter(self._runs)))
+                self._clean.discard(gone := next(iter(self._runs)))
+                self._runs.pop(gone)
+
+    def clean_cache(self, env: dict[str, str] | None, script: str) -> bool:
+        """Whether the latest run of `script` there ran in a compile cache no candidate wrote in."""
+        with self._lock:
+            return (env_key(env), script) in self._clean
 
     def get(self, env: dict[str, str] | None, script: str) -> tuple[Classification, RunResult] | None:
         with self._lock:
@@ -201,7 +211,7 @@ def same_failure(target: Classification, candidate: Classification, run_status: 
 class Minimizer:
     def __init__(self, classifier: Classifier, runner: Runner, *, budget_s: float = 600, timeout_s: float = 120,
                  parallelism: int = 1, gpu: bool = False, stop_when_eager_shares: bool = False,
-                 cache_dir: str | None = None, presume: bool = False):
+                 cache_dir: str | None = None, verify_cache_dir: str | None = None, presume: bool = False):
         self.gpu = gpu  # candidates see the GPU (a CUDA repro)
         # Begun before the reproduction's verdict (bot/pipeline/speculate.py): the failure to keep is
         # presumed from the cheapest backend that shows one (presumed_failure), and the caller adopts
@@ -223,6 +233,11 @@ class Minimizer:
         self.parallelism = parallelism
         self.given_cache_dir = cache_dir  # the caller's job cache (kept), else one of its own per minimize (removed)
         self.cache_dir: str | None = None
+        # where the result's last run goes: a cache no candidate wrote in (verified_result); the
+        # caller's (which its later runs of the result use), else one of its own (removed)
+        self.verify_cache_dir = verify_cache_dir
+        self.verify_dir: str | None = None
+        self.refused: str | None = None  # why the search's result was not kept (verified_result)
         self.deadline: float | None = None  # the budget's end; candidate runs in flight stop there
         self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
         self.original_output = ""  # the original's run output: what a candidate's must still show (keeps_cause)
@@ -250,14 +265,17 @@ class Minimizer:
             if self.reducer is not None and self.backend_env:
                 self.reducer.reserve = self.reserve(seconds, self.check_compiler_off)
 
-    def classify_run(self, script: str, env: dict[str, str] | None = None) -> tuple[Classification, RunResult]:
+    def classify_run(self, script: str, env: dict[str, str] | None = None,
+                     cache_dir: str | None = None) -> tuple[Classification, RunResult]:
         if self.cancelled.is_set():
             raise Cancelled("the minimize was cancelled")
+        if cache_dir is None and self.reducer is not None and self.reducer.confirming:
+            cache_dir = self.verify_dir  # the re-check of the result: in the cache its final verdict trusts
         result = self.runner(RunSpec(script=script, env={**ALWAYS_ENV, **(env or {})}, timeout_s=self.run_timeout(),
-                                     cache_dir=self.cache_dir, gpu=self.gpu))
+                                     cache_dir=cache_dir or self.cache_dir, gpu=self.gpu))
         self.run_seconds[env_key(env)] = result.duration_s
         classification = self.classifier.classify_text(output_text(result), context=script)
-        self.recent.remember(env, script, classification, result)
+        self.recent.remember(env, script, classification, result, clean_cache=cache_dir is not None and cache_dir == self.verify_dir)
         return classification, result
 
     def classify_original(self, script: str) -> tuple[Classification, RunResult]:
@@ -277,14 +295,31 @@ class Minimizer:
             return False
         return self.classifier.ruleset.categories[target.category].keeps_cause(self.original_output, output_text(run))
 
-    def final_verdict(self, source: str, script: str, original: Classification) -> Classification:
-        """The result classified on the script's own backend: the failure as reported. The
-        original's verdict when nothing went; the re-check's when the candidates ran on the script's
-        own backend (that run was this run: the same text, the same backend); else one run."""
+    def verified_result(self, source: str, script: str, original: Classification) -> tuple[str, Classification]:
+        """The result and its verdict on the script's own backend, from a run in a compile cache no
+        candidate wrote in. Every candidate shares the job's cache, and a candidate that still holds
+        the script's code can write there (a kernel rewritten to raise, a failed build remembered)
+        so that a later, cleaner candidate fails without failing at all: a hostile script would get
+        a clean five-line "repro" published as its bug. A result whose verdict differs between the
+        two caches is not kept: the original is, with its own verdict. The reducer's re-check of its
+        result ran there already (classify_run): on the script's own backend it is that run, free."""
         if source == script:
-            return original
+            return script, original
         known = self.recent.get({}, source)
-        return known[0] if known is not None else self.classify_run(source)[0]
+        if known is not None and self.recent.clean_cache({}, source):
+            return source, known[0]
+        verdict, run = self.classify_run(source, cache_dir=self.verify_dir)
+        if known is None and same_failure(original, verdict, run.status, self.match(original)):
+            return source, verdict
+        in_job_cache = known[0] if known is not None else self.classify_run(source)[0]
+        if (verdict.category, verdict.signature) == (in_job_cache.category, in_job_cache.signature):
+            self.recent.remember({}, source, verdict, run, clean_cache=True)
+            return source, verdict
+        log.warning("the minimized repro is %s with the candidates' compile cache and %s without it: the original is kept",
+                    in_job_cache.signature, verdict.signature)
+        self.refused = (f"refused: the result fails as {in_job_cache.category} only with the compile cache its "
+                        f"candidates wrote ({verdict.category} without it)")
+        return script, original
 
     def match(self, original: Classification) -> str:
         """What "the same failure" compares for this category: its `minimize_same`, while the
@@ -424,7 +459,7 @@ class Minimizer:
         """What the search leaves for the runs after it: the reducer's uncached re-check of its
         result and the tidied text's check, each on the candidates' backend (and with the compiler
         off where that is checked), then the final classification on the script's own backend
-        (`full_s`: as long as the original's run; none when the candidates run there, final_verdict).
+        (`full_s`: as long as the original's run; none when the candidates run there, verified_result).
         A check is first estimated by the latest run of its kind before the search, then (in the
         reducer) by the recent interesting candidates. Three runs as long as the original's kept
         56 s of a 120 s budget back for 20 s of runs, with the candidates on backend="eager" (1 s)
@@ -486,6 +521,7 @@ class Minimizer:
         if not keeps_pt2(script):
             raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
         self.cache_dir = self.given_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-cache-")
+        self.verify_dir = self.verify_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-verify-")
         self.compiler_off_checked = False
         try:
             started = time.monotonic()
@@ -517,7 +553,8 @@ class Minimizer:
                 raise Cancelled("the minimize was cancelled")
             self.deadline = None  # the confirming runs get their full time: a result must not be lost
             source = self.tidied(reduced.source, interesting, reducer.keeps_shape) if reduced.source != script else script
-            final = self.final_verdict(source, script, original)
+            source, final = self.verified_result(source, script, original)
+            reduced.stats.stop_reason = self.refused or reduced.stats.stop_reason
             reduced.stats.tokens_after = count_tokens(source)
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original),
@@ -525,3 +562,5 @@ class Minimizer:
         finally:
             if self.cache_dir != self.given_cache_dir:
                 remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it
+            if self.verify_dir != self.verify_cache_dir:
+                remove_tree(self.verify_dir)

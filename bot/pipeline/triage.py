@@ -92,7 +92,10 @@ class TriageRun:
     reproducer: Reproducer | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # stage -> the internal error that stopped it
-    cache_dir: str | None = None  # shared by minimize, ladder and test: one repro's kernels (not the reproduction's)
+    cache_dir: str | None = None  # the minimizer's candidates' compile cache (not the reproduction's)
+    # the result's own: the minimizer's last run of its result, then the ladder's, the rewrites' and
+    # the test's runs; no candidate wrote in it (Minimizer.verified_result says why)
+    verified_cache_dir: str | None = None
     speculation: Speculation | None = None  # the minimize begun beside the reproduction, until adopted or cancelled
 
 
@@ -127,12 +130,14 @@ class Triage:
         if run.script is not None and self.test_device(run) == "cpu" and hasattr(self.runner, "prewarm"):
             self.runner.prewarm()  # warm workers start while the cold diagnostic runs go on (GPU runs are all cold)
         run.cache_dir = tempfile.mkdtemp(prefix="pt2-triage-cache-")
+        run.verified_cache_dir = tempfile.mkdtemp(prefix="pt2-triage-verified-cache-")
         try:
             self.run_stages(run, request, issue_text)
         finally:
             if run.speculation is not None:
                 run.speculation.cancel()  # its runs write in the cache
             remove_tree(run.cache_dir)  # iterative, never through a link: the runs wrote in it
+            remove_tree(run.verified_cache_dir)
         return self.report(run)
 
     def run_stages(self, run: TriageRun, request: TriageRequest, issue_text: str) -> None:
@@ -193,7 +198,7 @@ class Triage:
     def minimizer(self, run: TriageRun, runner: Runner, budget_s: float, presume: bool = False) -> Minimizer:
         return Minimizer(self.classifier, runner, budget_s=budget_s, timeout_s=min(self.options.run_timeout_s, 120),
                          parallelism=self.options.jobs, gpu=self.test_device(run) == "cuda", stop_when_eager_shares=True,
-                         cache_dir=run.cache_dir, presume=presume)
+                         cache_dir=run.cache_dir, verify_cache_dir=run.verified_cache_dir, presume=presume)
 
     def minimize_beside(self, run: TriageRun) -> Speculation | None:
         """The minimize, begun now beside the reproduction, where the minimize stage would run one on
@@ -281,7 +286,8 @@ class Triage:
         gpu = self.test_device(run) == "cuda"
         # GPU runs are cold (no warm workers): the rungs run side by side, up to one per 4 cores.
         jobs = max(self.options.jobs, (os.cpu_count() or 1) // 4) if gpu else self.options.jobs
-        climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=jobs, gpu=gpu, cache_dir=run.cache_dir)
+        climber = LadderRunner(self.classifier, self.runner, timeout_s=budget, jobs=jobs, gpu=gpu,
+                               cache_dir=run.verified_cache_dir)
         with ThreadPoolExecutor(1) as beside:  # a limitation's workaround is verified while the rungs run
             early = beside.submit(self.workaround_for, run, self.disposition_of(run))
             run.ladder = climber.climb(target)
@@ -426,7 +432,7 @@ class Triage:
             why = {"needs_gpu": "it needs a CUDA GPU; a GPU runner verifies it", None: "there was no repro to run"}
             return "not_run", f"not run: {why.get(status, f'the repro run ended with {status}')}", None
         result = self.runner(RunSpec(script=test_source, env=dict(ALWAYS_ENV), timeout_s=run.budget.run_timeout(self.options.run_timeout_s),
-                                     gpu=self.test_device(run) == "cuda", cache_dir=run.cache_dir))
+                                     gpu=self.test_device(run) == "cuda", cache_dir=run.verified_cache_dir))
         got = self.classifier.classify_text(output_text(result), context=test_source)
         verdict, sentence = verification_verdict(self.expected_failure(run), got, result.status)
         return verdict, sentence, got.signature if result.status != "ok" else None

@@ -197,22 +197,24 @@ def test_the_re_check_of_the_result_gets_a_whole_run_past_the_budget(classifier)
 
 def test_the_result_is_classified_by_its_re_check_when_that_ran_on_the_scripts_own_backend(classifier):
     """Candidates judged on the script's own backend (an Inductor-only failure, an AOTInductor
-    package): the re-check of the result was the final classification's run already, and a second
-    one would cost a whole compile (13 s for the package) of the budget."""
+    package): the re-check of the result, in the cache no candidate wrote in, was the final
+    classification's run already, and a second one would cost a whole compile (13 s for the
+    package) of the budget. A run in the candidates' cache is not enough (see the cache test below)."""
     def no_run(spec):
         raise AssertionError("ran again")
     minimizer = Minimizer(classifier, no_run)
     original, shrunk = verdict(), verdict(signature="graph_break|Unsupported|shrunk")
     eager = {PROBE_ENV: json.dumps({"backend": "eager"})}
     for text in ["a"] * 2 + [str(i) for i in range(20)] + ["b"]:
-        minimizer.recent.remember({}, text, shrunk, RESULT)
-    minimizer.recent.remember(eager, "c", shrunk, RESULT)  # on backend="eager": not the script's own backend
+        minimizer.recent.remember({}, text, shrunk, RESULT, clean_cache=True)
+    minimizer.recent.remember(eager, "c", shrunk, RESULT, clean_cache=True)  # on backend="eager": not the script's own
+    minimizer.recent.remember({}, "d", shrunk, RESULT)  # in the candidates' cache
     assert len(minimizer.recent) == 16 and minimizer.recent.get({}, "a") is None
-    assert minimizer.final_verdict("b", "script", original) is shrunk
-    assert minimizer.final_verdict("script", "script", original) is original  # nothing went
-    for gone_or_elsewhere in ("a", "c"):
+    assert minimizer.verified_result("b", "script", original) == ("b", shrunk)
+    assert minimizer.verified_result("script", "script", original) == ("script", original)  # nothing went
+    for gone_or_elsewhere in ("a", "c", "d"):
         with pytest.raises(AssertionError, match="ran again"):
-            minimizer.final_verdict(gone_or_elsewhere, "script", original)
+            minimizer.verified_result(gone_or_elsewhere, "script", original)
     assert minimizer.recent.of("c") == {eager[PROBE_ENV]: (shrunk, RESULT)}  # what the ladder may reuse
 
 
