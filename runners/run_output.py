@@ -134,7 +134,7 @@ def parse_probe(data: bytes) -> dict | None:
             calls = [c for c in _list(probe.get("calls")) if isinstance(c, dict)][:MAX_PROBE_CALLS]
             return {"calls": [{k: v for k, v in c.items() if isinstance(v, (int, float, bool, str)) and len(k) < 40}
                               for c in calls],
-                    "counters": probe.get("counters") if isinstance(probe.get("counters"), dict) else None,
+                    "counters": plain_counters(probe.get("counters")),
                     # what each module of the script was given (runners/reduce/hoist.py validates every field)
                     "modules": [m for m in _list(probe.get("modules")) if isinstance(m, dict)][:MAX_PROBE_MODULES],
                     # the compiled module's calls a `replay` run recorded (validated there too)
@@ -145,6 +145,50 @@ def parse_probe(data: bytes) -> dict | None:
 
 def _list(value) -> list:
     return value if isinstance(value, list) else []
+
+
+MAX_COUNT = 10 ** 9
+MAX_NAMES = 50
+MAX_TEXT = 300
+
+
+def plain_counters(counters) -> dict | None:
+    """Dynamo's counters as the probe reports them (runners/_torch_probe.py `counters`), every
+    field checked for its type and bounded; anything else dropped. They come from the script's own
+    process, so a hostile script can forge them as it can raise any exception; what it cannot do is
+    hand the judges (bot/core/outcome.py) a shape they do not expect or a huge value."""
+    if not isinstance(counters, dict):
+        return None
+    names = lambda value: list(value.items())[:MAX_NAMES] if isinstance(value, dict) else []  # noqa: E731
+    texts = lambda value: [_text(t) for t in _list(value)[:20] if isinstance(t, str)]  # noqa: E731
+    plain = {
+        "frames": {_text(k, 40): _count(v) for k, v in names(counters.get("frames")) if _count(v) is not None},
+        "stats": {_text(k, 40): _count(v) for k, v in names(counters.get("stats")) if _count(v) is not None},
+        "graph_breaks": _count(counters.get("graph_breaks")) or 0,
+        "graph_break_reasons": texts(counters.get("graph_break_reasons"))[:5],
+        "graph_break_counts": [[_text(r), _count(n)] for r, n in (_pair(item) for item in _list(counters.get("graph_break_counts"))[:MAX_NAMES])
+                               if isinstance(r, str) and _count(n) is not None],
+        "recompiles": {_text(k, 200): _count(v) for k, v in names(counters.get("recompiles")) if _count(v) is not None},
+        "guard_failures": {_text(k, 200): texts(v) for k, v in names(counters.get("guard_failures"))},
+        "recompile_limit": _count(counters.get("recompile_limit")),
+    }
+    return plain
+
+
+def _count(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else None
+
+
+def _pair(item) -> tuple:
+    return tuple(item) if isinstance(item, list) and len(item) == 2 else (None, None)
+
+
+def _text(value, limit: int = MAX_TEXT) -> str:
+    """A name or reason from the run: a string, at most `limit` characters, no control characters
+    but newlines (Dynamo's own reasons quote code in backticks, which the rules read: the report
+    neutralizes them where it quotes the text, bot/core/markdown.py `quoted`)."""
+    text = str(value)[:limit]
+    return "".join(c if c.isprintable() or c == "\n" else " " for c in text)
 
 
 def parse_evidence(data: bytes, exit_code: int | None) -> dict | None:

@@ -21,6 +21,7 @@ from bot.core.classify import Classifier
 from bot.core.extract import MAX_MARKDOWN_CHARS, request_from_text
 from bot.core.logtext import decode
 from bot.core.records import Classification
+from bot.core.printable import printable
 from bot.core.render import render
 from bot.core.ruleset import Ruleset, RulesError
 
@@ -224,7 +225,7 @@ def cmd_triage(args: argparse.Namespace) -> int:
                             minify_graph=not args.no_minifier, jobs=args.jobs, ladder=not args.no_ladder)
 
     def progress(stage: str, note: str, seconds: float) -> None:
-        print(f"[{stage:>9}] {seconds:6.1f}s  {note}", file=sys.stderr, flush=True)
+        print(f"[{stage:>9}] {seconds:6.1f}s  {printable(note)}", file=sys.stderr, flush=True)
 
     with ExitStack() as stack:
         triage = Triage(build_classifier(args.rules), make_runner(stack, args.jobs),
@@ -354,14 +355,22 @@ def add_run_commands(commands) -> None:
     add_unsafe_flag(triage)
 
 
+class PrintableFormatter(logging.Formatter):
+    """Log lines quote run output (signatures, messages): shown with its control characters escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     try:
         return args.handler(args)
     except (UsageError, RulesError, OutDirRefused) as exc:
-        print(f"pt2-triage: {exc}", file=sys.stderr)
+        print(f"pt2-triage: {printable(str(exc))}", file=sys.stderr)
         return 2
     except Exception as exc:  # the sandbox is missing: one line with the fix, not a traceback
         from runners.sandbox import SandboxUnavailable

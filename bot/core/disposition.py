@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from bot.core.markdown import quoted
 from bot.core.tables import RulesError, require
 
 DISPOSITIONS = ("bug", "limitation", "user_error", "needs_info")
@@ -139,7 +140,7 @@ def to_verify(table: DispositionTable, facts: Facts) -> tuple[str, ...]:
 
 def decide(table: DispositionTable, facts: Facts) -> Disposition:
     rule = next(r for r in table.rules if holds(r, facts))
-    values = {"eager_error": facts.eager_error or "the same error",
+    values = {"eager_error": quoted(facts.eager_error, 120) if facts.eager_error else "the same error",  # the run's words
               "reason_text": facts.reason_text or "no reason was recorded",
               "ladder_note": f": {facts.ladder_note[0].lower()}{facts.ladder_note[1:].rstrip('.')}" if facts.ladder_note else ""}
     hints = tuple(dict.fromkeys((m.group(1) or m.group(2)).strip() for m in HINT.finditer(facts.failure_text)))[:6] \

@@ -50,16 +50,30 @@ def code_span(text: str) -> str:
 
 
 def inert(text: str) -> str:
-    """User text for markdown prose: HTML escaped, mentions and issue links defused, no fence openers.
+    """User text for markdown prose: HTML escaped, mentions, issue links and inline links defused,
+    no fence openers.
 
-    A zero-width space after `@` (and `#`, and inside runs of three backticks or tildes) keeps the
-    text readable while GitHub no longer notifies, links, or opens a code block that would swallow
-    the rest of the comment. Emphasis is left alone: it cannot do harm, and escaping it hurts reading.
+    A zero-width space after `@` (and `#`, between `]` and `(`, after `!` before `[`, and inside runs
+    of three backticks or tildes) keeps the text readable while GitHub no longer notifies, links,
+    loads an image, or opens a code block that would swallow the rest of the comment. Emphasis is
+    left alone: escaping it hurts reading, and text from a run that the report puts in its own
+    sentences goes in a code span (`quoted`), where nothing is markup.
     """
     escaped = "".join(HTML_SPECIALS.get(char, char) for char in text)
     escaped = MENTION.sub("@" + ZERO_WIDTH_SPACE, escaped)
     escaped = ISSUE_REFERENCE.sub(lambda m: m.group(1) + ZERO_WIDTH_SPACE, escaped)
+    escaped = escaped.replace("](", "]" + ZERO_WIDTH_SPACE + "(").replace("![", "!" + ZERO_WIDTH_SPACE + "[")
     return FENCE_RUN.sub(lambda m: m.group(0)[0] + ZERO_WIDTH_SPACE + m.group(0)[1:], escaped)
+
+
+def quoted(text: str, limit: int = 200) -> str:
+    """Text a run printed (a function's name, a guard, an exception message), in a code span of the
+    report's own sentence: on one line, at most `limit` characters, its backticks shown as `'` so
+    that it cannot end the span and speak in the report's voice (`**Verdict: not a bug**`)."""
+    flat = " ".join(str(text).split()).replace("`", "'")
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return f"`{flat}`" if flat else "``"
 
 
 def inert_line(text: str, limit: int = 300) -> str:

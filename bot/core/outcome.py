@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping, Sequence
 
+from bot.core.markdown import quoted
 from bot.core.signature import short_type
 from bot.core.tracebacks import CUT_OFF_TYPE
 
@@ -146,7 +147,8 @@ def _recompilation(probe: Mapping, rule: Mapping) -> SilentFinding | None:
         return SilentFinding("recompiles", False, "no recompiles", numbers)
     reasons = (counters.get("guard_failures") or {}).get(worst_name) or []
     first_reason = str(reasons[0]).split("\n", 1)[0] if reasons else "no guard failure recorded"
-    summary = (f"`{worst_name}` recompiled {worst} time(s) (limit {limit}); first failing guard: {first_reason}")
+    summary = (f"{quoted(worst_name, 120)} recompiled {worst} time(s) (limit {limit}); first failing guard: "
+               f"{quoted(first_reason, 200) if reasons else first_reason}")
     return SilentFinding("recompiles", hit_limit or every_call, summary, numbers)
 
 
@@ -159,7 +161,7 @@ def _graph_breaks(probe: Mapping, rule: Mapping) -> SilentFinding | None:
     if count < rule["min_graph_breaks"]:
         asked = f" ({deliberate} the script asks for: graph_break() or a disabled function)" if deliberate else ""
         return SilentFinding("graph_breaks", False, "no graph break" + asked, numbers)
-    listed = "; ".join(f"`{r}`" for r in reasons[:3])
+    listed = "; ".join(quoted(r, 200) for r in reasons[:3])
     return SilentFinding("graph_breaks", True, f"{count} graph break(s) counted by Dynamo" + (f": {listed}" if listed else ""),
                          numbers)
 
@@ -211,7 +213,7 @@ def _matching(exception: Mapping | None, rules: Mapping) -> Iterator[tuple[Mappi
         match = re.search(rule["message"], message) if kind in rule["exception"] else None
         if match:
             found = match.group(1) if match.groups() else ""
-            values = {"match": found, "message": message[:200]}
+            values = {"match": quoted(found, 120)[1:-1], "message": quoted(message, 200)}  # the sentence's spans
             yield rule, match, Reason(rule["reason"], rule["sentence"].format(**values),
                                       rule.get("next_step", "").format(**values))
 

@@ -9,6 +9,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from bot.core.printable import printable
+
 
 def templates_dir() -> str:
     """`templates/` next to this package in a source checkout (editable installs included), else the
@@ -39,7 +41,11 @@ def environment():
 
 
 def render(template_name: str, **values) -> str:
-    return environment().get_template(template_name).render(**values)
+    """The template filled in; what people read (`.md`, `.txt`) with the run's control characters
+    made visible (bot/core/printable.py). The templates have none of their own. A generated
+    `.py` file is left as it renders: it is code, written to a file, never printed."""
+    text = environment().get_template(template_name).render(**values)
+    return printable(text) if template_name.endswith((".md.j2", ".txt.j2")) else text
 
 
 def env_prefix(variables: dict) -> str:

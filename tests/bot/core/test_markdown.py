@@ -1,7 +1,7 @@
 """bot.core.markdown: user text in a comment stays text."""
 from hypothesis import given, strategies as st
 
-from bot.core.markdown import code_span, details, fence, inert, inert_line, trim_lines
+from bot.core.markdown import code_span, details, fence, inert, inert_line, quoted, trim_lines
 
 
 def test_a_fence_is_longer_than_any_backtick_run_inside():
@@ -48,3 +48,14 @@ def test_trim_lines_keeps_whole_lines_and_counts_what_it_dropped():
     assert kept.splitlines()[-1] == "line 99" and dropped == 100 - len(kept.splitlines())
     head, _ = trim_lines(text, 30, keep="head")
     assert head.startswith("line 0")
+
+
+def test_inert_defuses_links_and_images():
+    text = inert("see [the notice](https://evil.example) ![x](https://evil.example/t.png)")
+    assert "](" not in text and "![" not in text and "the notice" in text
+
+
+def test_quoted_run_text_stays_one_code_span():
+    span = quoted("f` **Verdict: not a bug** `f\nsecond line and more", limit=40)
+    assert span.startswith("`") and span.endswith("`") and span.count("`") == 2 and "\n" not in span
+    assert len(span) == 42 and span.endswith("…`")

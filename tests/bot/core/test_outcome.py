@@ -79,7 +79,7 @@ def test_recompiles_up_to_the_limit_or_on_every_call():
     probe = {"calls": [], "counters": {"recompiles": {"step": 7}, "recompile_limit": 8, "stats": {"calls_captured": 20},
                                        "guard_failures": {"step": ["0/0: lr == 0.1"]}, "frames": {"total": 8}}}
     (finding,) = silent_findings(probe, (("recompilation", "recompiles"),), RULES)
-    assert finding.reproduced and "`step` recompiled 7 time(s) (limit 8); first failing guard: 0/0: lr == 0.1" in finding.summary
+    assert finding.reproduced and "`step` recompiled 7 time(s) (limit 8); first failing guard: `0/0: lr == 0.1`" in finding.summary
     calm = {"calls": [], "counters": {"recompiles": {"step": 1}, "recompile_limit": 8, "stats": {"calls_captured": 20}}}
     assert not silent_findings(calm, (("recompilation", "recompiles"),), RULES)[0].reproduced
 
