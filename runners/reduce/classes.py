@@ -14,10 +14,19 @@ The inline pass then takes it the rest of the way (`torch.compile(_predict_impl,
 Before, nothing took such a class apart: the instance and module passes know `nn.Module`s, and
 inlining knows functions and methods called through `self`.
 
-Only where it is one object and the rewrite is plain: no bases, decorators or dunders besides
-`__init__` and `__call__`, `self` only ever read as `self.name`, one `Class(...)` in the file at
-module level, used at once (`Class(...)(x)`, `Class(...).run(x)`) or bound to a name used only
-that way. A method that sets an attribute declares it `global`. The predicate decides the rest.
+An `nn.Module` made for one object dissolves the same way, `forward` standing for `__call__`
+and its `super().__init__()` dropped: a loss module holding the model and a weight tensor,
+compiled as `torch.compile(loss_fn)`, becomes a function reading `model_` and `class_weights`,
+compiled as `torch.compile(weighted_loss)`, which is how a maintainer writes it. Not a module the
+script exports (`torch.export` takes modules only); anything `nn.Module` itself gives the object
+(`self.training`, `.parameters()`) has no module-level name, so a candidate reading it is refused
+before it runs.
+
+Only where it is one object and the rewrite is plain: no bases but `nn.Module`, no decorators or
+dunders besides `__init__` and `__call__`, `self` only ever read as `self.name`, one `Class(...)`
+in the file at module level, used at once (`Class(...)(x)`, `Class(...).run(x)`) or bound to a
+name used only that way, or handed to `torch.compile` as the callable it compiles. A method that
+sets an attribute declares it `global`. The predicate decides the rest.
 """
 from __future__ import annotations
 
@@ -28,11 +37,13 @@ from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.folds import SCOPES
-from runners.reduce.modules import _function_name, _is_docstring, _method
+from runners.reduce.modules import _exported_classes, _function_name, _is_docstring, _method, _names
 from runners.reduce.paths import resolve, set_child, walk_paths
 from runners.reduce.rewrites import _bind_arguments, _enclosing_statement
+from runners.reduce.shape import is_compile
 
-CALL_METHOD = "__call__"
+CALL_METHOD = "__call__"  # the key of the function a call of the object runs, for modules too
+MODULE_CALL_METHOD = "forward"
 INIT = "__init__"
 
 
@@ -47,9 +58,12 @@ class Plan:
 
 
 def class_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    exported = None
     for node in getattr(tree, "body", []):
         if isinstance(node, ast.ClassDef) and _plan(tree, node.name) is not None:
-            yield "classes", _dissolve(node.name)
+            exported = _exported_classes(tree) if exported is None else exported
+            if node.name not in exported:
+                yield "classes", _dissolve(node.name)
 
 
 def _dissolve(class_name: str) -> Edit:
@@ -98,19 +112,53 @@ def _plan(tree: ast.AST, class_name: str) -> Plan | None:
 
 
 def _plain(cls: ast.ClassDef) -> bool:
-    """No bases, keywords or decorators; a body of methods (a leading `self`, no decorators, no
-    dunders but `__init__` and `__call__`) and plain class attributes; `self` only read as
-    `self.name`, attributes set only directly in a method's body, and an `__init__` that returns
-    nothing (its body runs at module level)."""
-    if cls.bases or cls.keywords or cls.decorator_list:
+    """No bases (but `nn.Module`), keywords or decorators; a body of methods (a leading `self`, no
+    decorators, no dunders but `__init__` and, outside a module, `__call__`) and plain class
+    attributes; `self` only read as `self.name`, attributes set only directly in a method's body,
+    and an `__init__` that returns nothing (its body runs at module level; a module's
+    `super().__init__()` goes)."""
+    if cls.keywords or cls.decorator_list or len(cls.bases) > 1 or (cls.bases and not _is_module(cls)):
         return False
     for statement in cls.body:
         if _is_docstring(statement) or (isinstance(statement, ast.Assign)
                                         and all(isinstance(t, ast.Name) for t in statement.targets)):
             continue
-        if not (isinstance(statement, ast.FunctionDef) and _plain_method(statement)):
+        if not isinstance(statement, ast.FunctionDef):
+            return False
+        if _is_module(cls) and statement.name == CALL_METHOD:
+            return False
+        if not _plain_method(_without_super_init(statement) if _is_module(cls) else statement):
             return False
     return True
+
+
+def _is_module(cls: ast.ClassDef) -> bool:
+    """`class Net(nn.Module)` (or `torch.nn.Module`, or `Module` imported by name)."""
+    if len(cls.bases) != 1:
+        return False
+    base = cls.bases[0]
+    return _names(base, "Module") or (isinstance(base, ast.Attribute) and base.attr == "Module"
+                                      and ast.unparse(base.value) in ("nn", "torch.nn"))
+
+
+def _call_method(cls: ast.ClassDef) -> str:
+    return MODULE_CALL_METHOD if _is_module(cls) else CALL_METHOD
+
+
+def _without_super_init(method: ast.FunctionDef) -> ast.FunctionDef:
+    """An `__init__` without its `super().__init__()` statements (a module's, which a function
+    does not need); any other method as it is."""
+    if method.name != INIT:
+        return method
+    trimmed = copy.copy(method)
+    trimmed.body = [s for s in method.body if not _is_super_init(s)] or [ast.Pass()]
+    return trimmed
+
+
+def _is_super_init(statement: ast.stmt) -> bool:
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == INIT
+            and isinstance(call.func.value, ast.Call) and _names(call.func.value.func, "super"))
 
 
 def _plain_method(method: ast.FunctionDef) -> bool:
@@ -158,12 +206,12 @@ def _module_names(tree: ast.AST, cls: ast.ClassDef) -> dict[str, str]:
         node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and id(node) not in own} | {
         arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
         for arg in node.posonlyargs + node.args + node.kwonlyargs + [node.vararg, node.kwarg] if arg is not None}
-    members = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and n.name not in (INIT, CALL_METHOD)]
+    members = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and n.name not in (INIT, _call_method(cls))]
     members += [t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets]
     members += [node.attr for method in cls.body if isinstance(method, ast.FunctionDef)
                 for node in ast.walk(method) if isinstance(node, ast.Attribute) and _is_receiver(node, method.args.args[0].arg)]
     names = {}
-    if any(isinstance(n, ast.FunctionDef) and n.name == CALL_METHOD for n in cls.body):
+    if any(isinstance(n, ast.FunctionDef) and n.name == _call_method(cls) for n in cls.body):
         names[CALL_METHOD] = _function_name(tree, cls.name)
         taken.add(names[CALL_METHOD])
     for member in dict.fromkeys(members):
@@ -176,8 +224,9 @@ def _module_names(tree: ast.AST, cls: ast.ClassDef) -> dict[str, str]:
 
 
 def _usable_at(parent: ast.AST, step: tuple, names: dict[str, str]) -> bool:
-    """The instance is used once, at once: called (`Class(...)(x)`) or read (`Class(...).run`)."""
-    if isinstance(parent, ast.Call) and step == ("func", None):
+    """The instance is used once, at once: called (`Class(...)(x)`), read (`Class(...).run`) or
+    compiled (`torch.compile(Class(...))`, which compiles what a call of it runs)."""
+    if isinstance(parent, ast.Call) and (step == ("func", None) or (step == ("args", 0) and is_compile(parent))):
         return CALL_METHOD in names
     return isinstance(parent, ast.Attribute) and step == ("value", None) and parent.attr in names
 
@@ -237,7 +286,7 @@ def _init_body(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
     init = _method(cls, INIT)
     if init is None:
         return []
-    return _rewritten([s for s in init.body if not _is_docstring(s)], names, init.args.args[0].arg)
+    return _rewritten([s for s in init.body if not (_is_docstring(s) or _is_super_init(s))], names, init.args.args[0].arg)
 
 
 def _module_level(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
@@ -246,14 +295,14 @@ def _module_level(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
                              value=copy.deepcopy(n.value)) for n in cls.body if isinstance(n, ast.Assign)]
     for method in cls.body:
         if isinstance(method, ast.FunctionDef) and method.name != INIT:
-            statements.append(_as_function(method, names))
+            statements.append(_as_function(method, names, method.name == _call_method(cls)))
     return statements
 
 
-def _as_function(method: ast.FunctionDef, names: dict[str, str]) -> ast.FunctionDef:
+def _as_function(method: ast.FunctionDef, names: dict[str, str], runs_on_call: bool) -> ast.FunctionDef:
     receiver = method.args.args[0].arg
     function = copy.deepcopy(method)
-    function.name = names[CALL_METHOD] if method.name == CALL_METHOD else names[method.name]
+    function.name = names[CALL_METHOD] if runs_on_call else names[method.name]
     function.args.args = function.args.args[1:]
     function.body = _rewritten(function.body, names, receiver)
     stored = sorted({names[node.attr] for node in ast.walk(method) if isinstance(node, ast.Attribute)

@@ -96,3 +96,40 @@ def test_the_reducer_takes_a_wrapper_class_down_to_the_call_it_makes():
     result = Reducer(prints("0\n2\n4\n")).reduce(PREDICTOR)
     assert result.stats.passes.get("classes") == 1, result.stats.passes
     assert "class" not in result.source and "self" not in result.source, result.source
+
+
+LOSS_MODULE = """\
+import torch
+from torch import nn
+
+
+class WeightedLoss(nn.Module):
+    def __init__(self, model, weights):
+        super().__init__()
+        self.model = model
+        self.weights = weights
+
+    def forward(self, x):
+        return self.model(x) * self.weights
+
+
+model = nn.Identity()
+loss_fn = WeightedLoss(model, torch.full((2,), 3.0))
+print(torch.compile(loss_fn, backend="eager")(torch.ones(2)).tolist())
+"""
+
+
+def test_a_module_made_for_one_object_becomes_a_function_compiled_in_its_place():
+    [(_, program)] = applied(LOSS_MODULE, class_edits)
+    assert "class" not in program and "super" not in program, program
+    assert "torch.compile(weighted_loss" in program and "model_ = model" in program, program
+    assert run(program) == run(LOSS_MODULE) == "[3.0, 3.0]\n"
+
+
+def test_modules_exported_or_given_what_nn_module_gives_are_left_alone():
+    exported = LOSS_MODULE.replace("torch.compile(loss_fn, backend=\"eager\")(torch.ones(2)).tolist()",
+                                   "torch.export.export(loss_fn, (torch.ones(2),))")
+    defines_call = LOSS_MODULE.replace("def forward(self, x)", "def __call__(self, x)")
+    passed_on = LOSS_MODULE + "print(sum(1 for _ in loss_fn.parameters()))\n"
+    for source in (exported, defines_call, passed_on):
+        assert applied(source, class_edits) == [], source
