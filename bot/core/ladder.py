@@ -10,6 +10,7 @@ repro's text and the runs' observations.
 from __future__ import annotations
 
 import ast
+import sys
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -52,6 +53,7 @@ class LadderTable:
     switches: tuple[Rung, ...]
     layers: Mapping[str, Layer]
     requires_code: str
+    pt2_code: str  # names of the compiler's entry points and modules (compiler_free)
     judges: Mapping[str, str]  # category -> the probe judge that tells a rung's silent failure
     same_refusal: tuple[tuple[re.Pattern, re.Pattern], ...] = ()  # (eager, compiled) wordings of one error
 
@@ -99,7 +101,7 @@ class Verdict:
 def parse_ladder(doc: Any, categories: Mapping, where: str) -> LadderTable:
     """bot/rules/ladder.yaml, checked: rungs name known layers, layers name known categories."""
     require(isinstance(doc, dict), where, "must be a mapping")
-    for name in ("rungs", "switches", "layers", "requires_code"):
+    for name in ("rungs", "switches", "layers", "requires_code", "pt2_code"):
         require(name in doc, where, f"missing `{name}`")
     layers = {lid: _layer(lid, raw, categories, f"{where}: layers.{lid}") for lid, raw in doc["layers"].items()}
     rungs = tuple(_rung(raw, f"{where}: rungs[{i}]") for i, raw in enumerate(doc["rungs"]))
@@ -112,8 +114,9 @@ def parse_ladder(doc: Any, categories: Mapping, where: str) -> LadderTable:
     for category, judge in judges.items():
         require(category in categories and judge in JUDGES, f"{where}: judges.{category}", f"unknown category or judge {judge!r}")
     re.compile(doc["requires_code"])
+    re.compile(doc["pt2_code"])
     same_refusal = tuple(_refusal(raw, f"{where}: same_refusal[{i}]") for i, raw in enumerate(doc.get("same_refusal") or ()))
-    return LadderTable(rungs, switches, layers, doc["requires_code"], judges, same_refusal)
+    return LadderTable(rungs, switches, layers, doc["requires_code"], doc["pt2_code"], judges, same_refusal)
 
 
 def _refusal(raw: Any, where: str) -> tuple[re.Pattern, re.Pattern]:
@@ -150,6 +153,38 @@ def not_applicable(table: LadderTable, script: str | None, category: str, failed
     if not failed and category not in table.judges:
         return f"a {category} finding is a measurement, not a failure a backend switch can localize"
     return None
+
+
+# a frame of the compiler's own modules, in a traceback the run printed
+PT2_FRAME = re.compile(r"torch[/\\](?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|_subclasses|fx[/\\]experimental)[/\\]")
+PLAIN_MODULES = frozenset(sys.stdlib_module_names) | {"torch", "numpy"}
+
+
+def compiler_free(table: LadderTable, script: str, output: str) -> bool:
+    """The script never reaches the compiler: no name it uses is one of the table's `pt2_code`, it
+    imports nothing but torch, numpy and the standard library (a package may compile inside), and
+    its failure's traceback passed through no compiler frame. Its own failing run is then the
+    compiler-off rung, run already (pytorch#141219: an ATen op's floating-point exception)."""
+    try:
+        tree = ast.parse(script)
+    except SyntaxError:
+        return False
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    return (imported <= PLAIN_MODULES and not re.search(table.pt2_code, used_names(tree))
+            and not PT2_FRAME.search(output or ""))
+
+
+def used_names(tree: ast.AST) -> str:
+    """Every name the code uses, one per line: dotted names, plain names, and what it imports
+    (module paths and the names taken from them)."""
+    names = {ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and _dotted(node)}
+    names |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {alias.name for alias in node.names} | ({node.module} if getattr(node, "module", None) else set())
+    return "\n".join(sorted(names))
 
 
 CUSTOM_BACKEND = re.compile(r"\bbackend\s*=")

@@ -73,6 +73,8 @@ class LadderRunner:
     def climb(self, target: Target) -> LadderReport:
         started = time.monotonic()
         failed = bool(target.record.failed)
+        if failed and ladder_rules.compiler_free(self.table, target.script, target.record.output_tail):
+            return self._own_run_is_compiler_off(target)
         why_not = ladder_rules.not_applicable(self.table, target.script, target.category, failed)
         if why_not:
             return LadderReport(skipped=why_not, script=target.which)
@@ -85,6 +87,18 @@ class LadderRunner:
                             cheapest_backend=verdict.cheapest_backend, sentence=verdict.sentence,
                             workarounds=verdict.workarounds, script=target.which,
                             wall_s=round(time.monotonic() - started, 2))
+
+    def _own_run_is_compiler_off(self, target: Target) -> LadderReport:
+        """A script that never reaches the compiler failed: that run was the compiler-off rung, and
+        the rungs above it are not needed (eager PyTorch or the code owns the failure)."""
+        first, record = self.table.rungs[0], target.record
+        results = (ladder_rules.RungResult(first.id, first.title, ladder_rules.FAILS, target.category, record.exception,
+                                           record.duration_s),) + tuple(
+            ladder_rules.RungResult(r.id, r.title, ladder_rules.NOT_NEEDED) for r in self.table.rungs[1:])
+        verdict = ladder_rules.decide(self.table, results, target.category)
+        sentence = f"The script calls no part of the compiler, so its own run was the compiler-off run: {verdict.sentence[0].lower()}{verdict.sentence[1:]}"
+        return LadderReport(rungs=results, layer=verdict.layer, owner=verdict.owner, category=verdict.category,
+                            cheapest_backend=None, sentence=sentence, workarounds=(), script=target.which)
 
     def _observed_target(self, target: Target) -> ladder_rules.Observed:
         record = target.record

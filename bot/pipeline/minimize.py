@@ -519,7 +519,7 @@ class Minimizer:
     def minimize(self, script: str, reproduced: RunRecord | None = None) -> MinimizeResult:
         """`reproduced`: the reproduction's run that showed the failure, when there was one."""
         if not keeps_pt2(script):
-            raise NotReproducible("the script neither imports torch nor calls torch.compile, torch.export or AOTInductor")
+            raise NotReproducible("the script calls no PT2 entry point (torch.compile, torch.export or AOTInductor)")
         self.cache_dir = self.given_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         self.verify_dir = self.verify_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-verify-")
         self.compiler_off_checked = False

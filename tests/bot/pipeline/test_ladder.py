@@ -8,6 +8,7 @@ import json
 import threading
 
 from bot.core.classify import Classifier
+from bot.core.ladder import compiler_free
 from bot.core.report import RunRecord
 from bot.core.graph_breaks import load_registry
 from bot.core.ruleset import load_ruleset
@@ -103,3 +104,26 @@ def test_a_workaround_runs_on_the_backend_that_showed_the_failure_and_says_so():
     assert found.verification == 'ran to completion with backend="eager", the cheapest backend that showed the failure'
     mine = try_workarounds(("torch_cond",), SCRIPT, output, lambda spec: seen.append(spec.env) or CLEAN, timeout_s=60, gpu=False)
     assert PROBE_ENV not in seen[-1] and mine.verification == "ran to completion"  # the script's own backend
+
+
+def test_a_script_that_never_reaches_the_compiler_owns_its_failure_without_a_run():
+    """pytorch#141219: an ATen op crashing on a fuzzer's inputs, no torch.compile anywhere. Its own
+    failing run was the compiler-off run; eager PyTorch owns it, whatever the run was classified as."""
+    def no_run(spec):
+        raise AssertionError("ran")
+    script = ("import torch\n\nq = torch.full((7, 9, 0, 7), 0, dtype=torch.half)\n"
+              "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, 0, True)\n")
+    crash = "Fatal Python error: Floating point exception\n"
+    record = RunRecord("first run", {}, "crashed", None, "SIGFPE", 3.0, None, (), True, True,
+                       CLASSIFIER.classify_text(crash), crash, failed=True)
+    report = LadderRunner(CLASSIFIER, no_run, timeout_s=60, jobs=1, gpu=False).climb(
+        Target(script, "repro", "runtime_crash", record))
+    assert report.category == "not_pt2" and report.owner == "eager PyTorch or your code"
+    assert outcomes(report)["no_compiler"] == "fails" and "calls no part of the compiler" in report.sentence
+    table = CLASSIFIER.ruleset.ladder
+    assert compiler_free(table, script, crash)
+    compiles = script + "torch.compile(lambda: q)()\n"
+    from_a_package = script.replace("import torch\n", "import torch\nimport xformers\n")  # it may compile inside
+    through_dynamo = 'File "/venv/torch/_dynamo/eval_frame.py", line 9, in _fn\n' + crash
+    assert not any([compiler_free(table, compiles, crash), compiler_free(table, from_a_package, crash),
+                    compiler_free(table, script, through_dynamo)])
