@@ -311,10 +311,11 @@ def test_a_repro_already_as_small_as_a_maintainers_is_not_minimized(tmp_path, ca
 
 
 @pytest.mark.slow
-def test_the_runs_after_the_reproduction_share_one_compile_cache_removed_at_the_end(tmp_path):
-    """The minimizer, the ladder and the regression test compile the same repro: they share the
-    triage's one compile cache (the ladder and the test find the minimizer's kernels). The
-    reproduction compiles from scratch, as the reporter's run did, and the cache goes with the triage."""
+def test_the_runs_after_the_reproduction_share_two_compile_caches_removed_at_the_end(tmp_path):
+    """The minimizer's candidates share the triage's compile cache. Its result is verified in a
+    second one no candidate wrote in (a candidate could have poisoned the first), and the ladder and
+    the regression test run there, finding the result's kernels. The reproduction compiles from
+    scratch, as the reporter's run did, and both caches go with the triage."""
     from contextlib import ExitStack
 
     from runners.pool import lazy_runner
@@ -336,9 +337,10 @@ def test_the_runs_after_the_reproduction_share_one_compile_cache_removed_at_the_
     assert report.reproduction.reproduced and report.regression_test.verification == "fails_same"
     first_shared = next(i for i, cache in enumerate(caches) if cache)
     assert first_shared >= 1 and set(caches[:first_shared]) == {None}  # the reproduction's runs
-    shared = set(caches[first_shared:])
-    assert len(shared) == 1 and len(caches) - first_shared >= 3, caches  # minimize, ladder and test
-    assert not os.path.exists(shared.pop())
+    candidates, verified = caches[first_shared], caches[-1]  # the minimizer's first run; the test's
+    assert set(caches[first_shared:]) == {candidates, verified} and candidates != verified, caches
+    assert "verified" in verified and len(caches) - first_shared >= 3, caches  # minimize, ladder and test
+    assert not os.path.exists(candidates) and not os.path.exists(verified)
 
 
 @pytest.mark.slow
