@@ -356,3 +356,19 @@ def test_a_cuda_fault_in_our_run_is_a_runtime_crash_whatever_raised_it(classifie
     output = f'Traceback (most recent call last):\n  File "/sandbox/repro.py", line 9, in <module>\n    torch.cuda.synchronize()\n{error}\n'
     script = "import torch\nimport triton\n\n@triton.jit\ndef kernel(p):\n    pass\n"
     assert classifier.classify_text(output, context=script).category == "runtime_crash"
+
+
+def test_torch_export_save_failing_in_the_pt2_archive_is_exports_not_aotis(classifier):
+    """torch.export.save writes the same archive format AOTInductor packages use (fresh_issues_5: a
+    sparse buffer's storage); only a loaded package's call there is AOTI's."""
+    site = "/venv/lib/python3.11/site-packages/torch"
+    saving = ("Traceback (most recent call last):\n  File \"/tmp/train_gcn.py\", line 82, in main\n"
+              "    torch.export.save(ep, path)\n"
+              f"  File \"{site}/export/__init__.py\", line 274, in save\n    package_pt2(f, exported_programs=ep)\n"
+              f"  File \"{site}/export/pt2_archive/_package.py\", line 712, in package_pt2\n    x()\n"
+              "NotImplementedError: Cannot access storage of SparseTensorImpl\n")
+    assert classifier.classify_text(saving).category == "export_failure"
+    calling = ("Traceback (most recent call last):\n  File \"/sandbox/repro.py\", line 23, in <module>\n    runner(x)\n"
+               f"  File \"{site}/export/pt2_archive/_package.py\", line 743, in __call__\n    y()\n"
+               "RuntimeError: input_handles[0]: unmatched dim value at 0, expected: 2, but got: 3\n")
+    assert classifier.classify_text(calling).category == "aoti_failure"

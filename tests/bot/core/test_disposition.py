@@ -91,8 +91,10 @@ def test_an_exported_dim_on_an_example_of_size_one_is_exports_zero_one_specializ
     found = decide(failure_text=EXPORT_SIZE_ONE)
     assert (found.kind, found.rule, found.workarounds) == ("limitation", "export_zero_one_specialized", ())
     assert "size 2 or more" in found.reason
-    six = EXPORT_SIZE_ONE.replace("a constant (1)", "a constant (6)")  # the code itself fixed it: mark_dynamic's rule
-    assert decide(failure_text=six).rule == "mark_dynamic_specialized"
+    six = EXPORT_SIZE_ONE.replace("a constant (1)", "a constant (6)")  # the exported code itself fixed it
+    found = decide(failure_text=six)
+    assert found.rule == "export_dim_specialized" and "maybe_mark_dynamic" not in found.workarounds, found
+    assert "Dim.AUTO" in found.reason  # not mark_dynamic's advice: export takes Dims
     compiled = EXPORT_SIZE_ONE.split("\nThe error above")[0]  # torch.compile with mark_dynamic on a size-1 dim
     assert decide(failure_text=compiled).rule == "mark_dynamic_specialized"
 
