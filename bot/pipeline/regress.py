@@ -180,8 +180,15 @@ def _compared_pair(node: ast.stmt):
         call = node.test
     if call is None or len(call.args) < 2:
         return None
-    keywords = [k for k in call.keywords if k.arg in ("atol", "rtol")]
-    return call.args[0], call.args[1], keywords
+    given = {k.arg: k.value for k in call.keywords if k.arg in ALLCLOSE_DEFAULTS}
+    if not ast.unparse(call.func).endswith("assert_close"):  # allclose(a, b, rtol, atol): positional too
+        given.update({name: value for name, value in zip(ALLCLOSE_DEFAULTS, call.args[2:4])})
+        if given:  # assertEqual takes both or neither: the one left out is allclose's default
+            given = {name: given.get(name, ast.Constant(default)) for name, default in ALLCLOSE_DEFAULTS.items()}
+    return call.args[0], call.args[1], [ast.keyword(name, value) for name, value in given.items()]
+
+
+ALLCLOSE_DEFAULTS = {"rtol": 1e-05, "atol": 1e-08}  # torch.allclose's, in its positional order
 
 
 def _compiled_names(parts: ReproParts) -> dict[str, ast.expr]:

@@ -50,6 +50,17 @@ def test_explicit_comparisons_become_assert_equal():
     assert test.test_name == "test_sin_compiled_matches_eager"
 
 
+def test_an_allclose_with_one_tolerance_gets_allclose_s_default_for_the_other():
+    """TestCase.assertEqual takes both tolerances or neither (fresh_issues_5: `atol=1e-05` alone made
+    the generated test raise ValueError instead of failing as the repro does)."""
+    source = "import torch\nx = torch.randn(4)\nassert torch.allclose(torch.compile(torch.sin)(x), torch.sin(x), atol=1e-05)\n"
+    test = generate(source, Classification("accuracy", 0.9, "s"), PLANS["accuracy"], device="cpu", issue_number=None)
+    assert "self.assertEqual(torch.compile(torch.sin)(x), torch.sin(x), rtol=1e-05, atol=1e-05)" in test.method_source
+    positional = source.replace("atol=1e-05", "0.001")
+    test = generate(positional, Classification("accuracy", 0.9, "s"), PLANS["accuracy"], device="cpu", issue_number=None)
+    assert "torch.sin(x), rtol=0.001, atol=1e-08)" in test.method_source
+
+
 def test_the_name_takes_the_first_op_in_source_order_not_the_shallowest():
     source = "import torch\n\ndef f(x):\n    return torch.relu(x) * 2 + torch.tanh(x)\n\nx = torch.randn(4)\n" \
              "torch.testing.assert_close(torch.compile(f)(x), f(x))\n"
