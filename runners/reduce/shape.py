@@ -7,7 +7,7 @@ input. A maintainer keeps three things, so the reducer never runs a candidate th
 
 - **tensor inputs stay tensors**: when the original passes a tensor to a compiled callable (a
   `torch.compile(...)` result, a function decorated with it, or `torch.export.export`'s example
-  inputs), some compiled call still receives one, no compiled call receives a bare number the
+  inputs, where an example the rule cannot follow counts as one), some compiled call still receives one, no compiled call receives a bare number the
   original never passed, and none receives one at an argument position where the original passed
   only tensors (a sampler's `model(x, sigma)` passes a float, but `x` stays a tensor);
 - **the entry point stays**: a repro that calls `torch.compile` or `torch.export` keeps calling it;
@@ -103,7 +103,7 @@ def shape_of(tree: ast.AST) -> Shape:
     compiled = _compiled_names(tree)
     inputs = [(slot, item) for call in ast.walk(tree) if isinstance(call, ast.Call)
               for slot, item in enumerate(item for arg in _compiled_inputs(call, compiled) for item in _unpacked(arg, bindings))]
-    tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings))
+    tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings)) | _exported_examples(tree, bindings)
     number_slots = frozenset(slot for slot, arg in inputs if _is_number(arg, bindings))
     entries = _entry_functions(tree, bindings)
     return Shape(entry_points=frozenset(_entry_points(tree)),
@@ -162,6 +162,16 @@ def _compiled_inputs(call: ast.Call, compiled: set[str]) -> list[ast.expr]:
     if _torch_attribute(func) == "export" and len(call.args) >= 2 and isinstance(call.args[1], (ast.Tuple, ast.List)):
         return list(call.args[1].elts)
     return []
+
+
+def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> frozenset[int]:
+    """The slots of `torch.export.export`'s example inputs that are not plain constants: export's
+    examples are tensors in practice, so one the rule cannot follow (`feats` from a data helper)
+    counts as a tensor. Else a candidate exported with `(1,)` kept the failure of a buffer's save
+    (fresh_issues_5) and passed as a repro whose input had become an int."""
+    return frozenset(slot for call in ast.walk(tree) if isinstance(call, ast.Call) and _torch_attribute(call.func) == "export"
+                     for slot, item in enumerate(item for arg in _compiled_inputs(call, set()) for item in _unpacked(arg, bindings))
+                     if not isinstance(_resolved(item, bindings), ast.Constant) and not _is_number(item, bindings))
 
 
 def _unpacked(arg: ast.expr, bindings: dict[str, ast.expr]) -> list[ast.expr]:

@@ -105,6 +105,16 @@ def test_export_example_inputs_are_inputs():
     assert facts.entry_points == {"export"} and facts.tensor_input and facts.number_input
 
 
+def test_an_export_example_the_rule_cannot_follow_is_a_tensor_that_may_not_become_a_number():
+    """fresh_issues_5: `export(model, (feats,))` with `feats` from a data helper; a candidate
+    exported `(1,)` and kept the buffer's failure."""
+    original = shape("import torch\nfeats = load()\nep = torch.export.export(M(), (feats,))\n")
+    assert original.tensor_input and original.tensor_slots == {0}
+    assert not original.kept_by(shape("import torch\nep = torch.export.export(M(), (1,))\n"))
+    assert original.kept_by(shape("import torch\nep = torch.export.export(M(), (torch.randn(1),))\n"))
+    assert not shape("import torch\ntorch.compile(f)(load())\n").tensor_input  # compile's inputs: as they are
+
+
 def test_inputs_passed_starred_from_a_written_out_tuple_are_inputs():
     facts = shape("import torch\ninputs = (torch.randn(2), 3)\ntorch.compile(f)(*inputs)\n")
     assert facts.tensor_input and facts.number_input
