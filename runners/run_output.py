@@ -159,20 +159,25 @@ def plain_counters(counters) -> dict | None:
     hand the judges (bot/core/outcome.py) a shape they do not expect or a huge value."""
     if not isinstance(counters, dict):
         return None
-    names = lambda value: list(value.items())[:MAX_NAMES] if isinstance(value, dict) else []  # noqa: E731
-    texts = lambda value: [_text(t) for t in _list(value)[:20] if isinstance(t, str)]  # noqa: E731
-    plain = {
-        "frames": {_text(k, 40): _count(v) for k, v in names(counters.get("frames")) if _count(v) is not None},
-        "stats": {_text(k, 40): _count(v) for k, v in names(counters.get("stats")) if _count(v) is not None},
+    return {
+        "frames": {_text(k, 40): _count(v) for k, v in _items(counters.get("frames")) if _count(v) is not None},
+        "stats": {_text(k, 40): _count(v) for k, v in _items(counters.get("stats")) if _count(v) is not None},
         "graph_breaks": _count(counters.get("graph_breaks")) or 0,
-        "graph_break_reasons": texts(counters.get("graph_break_reasons"))[:5],
+        "graph_break_reasons": _texts(counters.get("graph_break_reasons"))[:5],
         "graph_break_counts": [[_text(r), _count(n)] for r, n in (_pair(item) for item in _list(counters.get("graph_break_counts"))[:MAX_NAMES])
                                if isinstance(r, str) and _count(n) is not None],
-        "recompiles": {_text(k, 200): _count(v) for k, v in names(counters.get("recompiles")) if _count(v) is not None},
-        "guard_failures": {_text(k, 200): texts(v) for k, v in names(counters.get("guard_failures"))},
+        "recompiles": {_text(k, 200): _count(v) for k, v in _items(counters.get("recompiles")) if _count(v) is not None},
+        "guard_failures": {_text(k, 200): _texts(v) for k, v in _items(counters.get("guard_failures"))},
         "recompile_limit": _count(counters.get("recompile_limit")),
     }
-    return plain
+
+
+def _items(value) -> list[tuple]:
+    return list(value.items())[:MAX_NAMES] if isinstance(value, dict) else []
+
+
+def _texts(value) -> list[str]:
+    return [_text(t) for t in _list(value)[:20] if isinstance(t, str)]
 
 
 def _count(value) -> int | None:

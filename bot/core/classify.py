@@ -30,13 +30,8 @@ from bot.core.ruleset import Pattern, Ruleset
 from bot.core.scan import ScanResult, Scanner
 from bot.core.signature import make_signature
 from bot.core.textmodel import MAX_BODY_CHARS_FOR_NGRAMS, LearnedParts, ModelInput, char_ngrams, load_learned, tokens
-from bot.core.tracebacks import CUT_OFF_TYPE, NumberedLine
+from bot.core.tracebacks import CUT_OFF_TYPE, PT2_FRAME_RE, NumberedLine
 
-PT2_FRAME_RE = re.compile(
-    r"torch/(?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|_subclasses/fake_tensor|_prims|_refs|_decomp"
-    r"|compiler|fx/experimental/(?:symbolic_shapes|sym_node|proxy_tensor|_constant_symnode|validator|recording))/?"
-    r"|torchinductor_|/torch/_(?:dynamo|inductor)|torch/__init__\.py in compile$"
-)
 # An exception that names the compiler stack: by its type, or by what its first line says.
 PT2_TYPE_RE = re.compile(r"^torch\.(?:_dynamo|_inductor|_export|export|fx\.experimental)\.|^(?:\w+\.)*(?:Unsupported|BackendCompilerFailed"
                          r"|InductorError|InternalTorchDynamoError|TorchRuntimeError|FailOnRecompileLimitHit|LoweringException"

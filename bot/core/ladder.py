@@ -10,12 +10,13 @@ repro's text and the runs' observations.
 from __future__ import annotations
 
 import ast
-import sys
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from bot.core.tables import JUDGES, require, require_regex
+from bot.core.tracebacks import PT2_FRAME_RE
 
 # What a rung's run showed, compared with the repro's own failure.
 FAILS = "fails"  # fails the way the repro failed (same category, or same exception type)
@@ -155,8 +156,6 @@ def not_applicable(table: LadderTable, script: str | None, category: str, failed
     return None
 
 
-# a frame of the compiler's own modules, in a traceback the run printed
-PT2_FRAME = re.compile(r"torch[/\\](?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|_subclasses|fx[/\\]experimental)[/\\]")
 PLAIN_MODULES = frozenset(sys.stdlib_module_names) | {"torch", "numpy"}
 
 
@@ -173,14 +172,13 @@ def compiler_free(table: LadderTable, script: str, output: str) -> bool:
     imported |= {node.module.split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom) and node.module and not node.level}
     return (imported <= PLAIN_MODULES and not re.search(table.pt2_code, used_names(tree))
-            and not PT2_FRAME.search(output or ""))
+            and not PT2_FRAME_RE.search(output or ""))
 
 
 def used_names(tree: ast.AST) -> str:
     """Every name the code uses, one per line: dotted names, plain names, and what it imports
     (module paths and the names taken from them)."""
-    names = {ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and _dotted(node)}
-    names |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names = _dotted_names(tree, loads_only=False) | {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {alias.name for alias in node.names} | ({node.module} if getattr(node, "module", None) else set())
@@ -210,9 +208,12 @@ def code_names(script: str) -> str:
         tree = ast.parse(script)
     except SyntaxError:
         return script
-    names = {ast.unparse(node) for node in ast.walk(tree)
-             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and _dotted(node)}
-    return "\n".join(sorted(names))
+    return "\n".join(sorted(_dotted_names(tree)))
+
+
+def _dotted_names(tree: ast.AST, loads_only: bool = True) -> set[str]:
+    return {ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and _dotted(node)
+            and (not loads_only or isinstance(node.ctx, ast.Load))}
 
 
 def _dotted(node: ast.expr) -> bool:

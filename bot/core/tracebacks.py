@@ -15,6 +15,13 @@ from typing import Iterable, Sequence
 
 from bot.core.records import ExceptionChain, Frame, RaisedException
 
+# a frame (`path in function`, or a traceback line's path) inside the compiler stack
+PT2_FRAME_RE = re.compile(
+    r"torch/(?:_dynamo|_inductor|_functorch|_export|export|_higher_order_ops|_subclasses/fake_tensor|_prims|_refs|_decomp"
+    r"|compiler|fx/experimental/(?:symbolic_shapes|sym_node|proxy_tensor|_constant_symnode|validator|recording))/?"
+    r"|torchinductor_|/torch/_(?:dynamo|inductor)|torch/__init__\.py in compile$"
+)
+
 NumberedLine = tuple[int, str]  # (1-based line number in the input, cleaned text)
 
 FRAME_RE = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$')

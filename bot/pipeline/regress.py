@@ -169,6 +169,9 @@ def _replace_explicit_comparisons(parts: ReproParts) -> bool:
     return found
 
 
+ALLCLOSE_DEFAULTS = {"rtol": 1e-05, "atol": 1e-08}  # torch.allclose's, in its positional order
+
+
 def _compared_pair(node: ast.stmt):
     """(actual, expected, tolerance keywords) of `torch.testing.assert_close(a, b)` or `assert torch.allclose(a, b)`."""
     call = None
@@ -186,9 +189,6 @@ def _compared_pair(node: ast.stmt):
         if given:  # assertEqual takes both or neither: the one left out is allclose's default
             given = {name: given.get(name, ast.Constant(default)) for name, default in ALLCLOSE_DEFAULTS.items()}
     return call.args[0], call.args[1], [ast.keyword(name, value) for name, value in given.items()]
-
-
-ALLCLOSE_DEFAULTS = {"rtol": 1e-05, "atol": 1e-08}  # torch.allclose's, in its positional order
 
 
 def _compiled_names(parts: ReproParts) -> dict[str, ast.expr]:
