@@ -129,7 +129,20 @@ def _plain(cls: ast.ClassDef) -> bool:
             return False
         if not _plain_method(_without_super_init(statement) if _is_module(cls) else statement):
             return False
-    return True
+    return not (_is_module(cls) and _inherited_reads(cls))
+
+
+def _inherited_reads(cls: ast.ClassDef) -> set[str]:
+    """`self.name`s a module reads that its own class never defines or sets: what `nn.Module` gives
+    (`self.register_buffer(...)`, `self.training`), which a function has no name for."""
+    defined = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)} | {
+        t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets}
+    read = set()
+    for method in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+        for node in ast.walk(_without_super_init(method)):
+            if isinstance(node, ast.Attribute) and _is_receiver(node, method.args.args[0].arg):
+                (read if isinstance(node.ctx, ast.Load) else defined).add(node.attr)
+    return read - defined
 
 
 def _is_module(cls: ast.ClassDef) -> bool:

@@ -21,7 +21,11 @@ copy whose source a later line mutates in place, say) is refused like any other 
 - `f(*[a, b])` -> `f(a, b)`: a written-out list or tuple spread into a call or another display;
 - `a, b = (x, y)` -> `a = x` and `b = y`: an unpacking of a written-out tuple, when no item reads a
   name bound before it (`a, b = b, a` stays); the parts that then do nothing (`a = a`, a name or
-  constant bound to a name nothing reads) go in the same candidate.
+  constant bound to a name nothing reads) go in the same candidate;
+- `self.register_buffer("mean", m)` -> `self.mean = m`: a buffer held as a plain attribute (all of
+  them in one candidate). A buffer differs only in what `state_dict()` and `.to()` see, which a repro
+  rarely needs, and a module whose `__init__` calls a method of `nn.Module` cannot dissolve into a
+  function (classes.py).
 """
 from __future__ import annotations
 
@@ -59,6 +63,8 @@ def fold_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
         yield "folds", _propagate_copy(path, index)
     for path, index in _unpackings(tree):
         yield "folds", _split_unpacking(path, index)
+    if _buffer_registrations(tree):
+        yield "folds", _buffers_as_attributes
 
 
 # -- literal arithmetic -------------------------------------------------------------------------------
@@ -392,3 +398,41 @@ def _does_nothing(assignment: ast.Assign, read: set[str]) -> bool:
     be smaller than the program it comes from."""
     value = assignment.value
     return (isinstance(value, ast.Name) and value.id == assignment.targets[0].id) or _unread_assignment(assignment, read)
+
+
+# -- buffers ------------------------------------------------------------------------------------------
+
+def _registered_buffer(statement: ast.stmt) -> ast.Assign | None:
+    """`receiver.register_buffer("name", value[, persistent=...])` as `receiver.name = value`; None
+    for anything else (a computed name, a `None` buffer, a keyword the attribute cannot carry)."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "register_buffer"
+            and isinstance(call.func.value, ast.Name)):
+        return None
+    keywords = {k.arg: k.value for k in call.keywords}
+    if None in keywords or set(keywords) - {"name", "tensor", "persistent"} or len(call.args) > 3:
+        return None
+    name = call.args[0] if call.args else keywords.get("name")
+    value = call.args[1] if len(call.args) > 1 else keywords.get("tensor")
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()) or value is None:
+        return None
+    if isinstance(value, ast.Constant) and value.value is None:
+        return None
+    target = ast.Attribute(value=ast.Name(id=call.func.value.id, ctx=ast.Load()), attr=name.value, ctx=ast.Store())
+    return ast.Assign(targets=[target], value=value, lineno=statement.lineno)
+
+
+def _buffer_registrations(tree: ast.AST) -> list[ast.stmt]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Expr) and _registered_buffer(node) is not None]
+
+
+def _buffers_as_attributes(tree: ast.AST) -> bool:
+    registrations = {id(statement) for statement in _buffer_registrations(tree)}
+    if not registrations:
+        return False
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                block[:] = [_registered_buffer(s) if id(s) in registrations else s for s in block]
+    return True

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from runners.reduce import Reducer
+from runners.reduce.classes import class_edits
 from runners.reduce.folds import fold_edits
 from tests.runners.test_reduce import prints
 from tests.runners.test_reduce_modules import applied
@@ -156,3 +157,34 @@ def test_a_written_out_list_spread_into_a_call_or_a_display_is_spread_by_hand():
     [spread] = [p for _, p in applied(LAYERS, fold_edits) if "*(1,)" not in p]
     assert "sum([*layers, 1])" in spread  # the name stays spread; the written-out tuple does not
     assert applied("print(*[1, 2], *(3,))\n", fold_edits)[0][1] == "print(1, 2, 3)\n"
+
+
+NORMALIZER = """\
+import torch
+from torch import nn
+
+
+class Normalizer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.full((2,), 1.0))
+        self.register_buffer("scale", torch.full((2,), 2.0), persistent=False)
+        self.register_buffer("unused", None)
+
+    def forward(self, x):
+        return (x - self.mean) * self.scale
+
+
+print(torch.compile(Normalizer(), backend="eager")(torch.ones(2)).tolist())
+"""
+
+
+def test_buffers_become_plain_attributes_so_the_module_can_dissolve():
+    assert applied(NORMALIZER, class_edits) == []  # `register_buffer` is nn.Module's
+    [folded] = [p for _, p in applied(NORMALIZER, fold_edits) if "self.mean =" in p]
+    assert "self.mean = torch.full((2,), 1.0)" in folded and "self.scale = torch.full((2,), 2.0)\n" in folded
+    assert "self.register_buffer('unused', None)" in folded  # a None buffer is no attribute value
+    assert prints("[0.0, 0.0]\n")(folded)
+    without_none = folded.replace("        self.register_buffer('unused', None)\n", "")
+    [(_, function)] = applied(without_none, class_edits)
+    assert "class" not in function and prints("[0.0, 0.0]\n")(function), function
