@@ -145,10 +145,14 @@ def _scope_bodies(tree: ast.AST) -> Iterator[tuple[NodePath, ast.AST]]:
             yield path, node
 
 
-def _is_copy(statement: ast.stmt) -> tuple[str, str] | None:
-    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
-            and isinstance(statement.value, ast.Name) and statement.targets[0].id != statement.value.id):
+def _is_copy(statement: ast.stmt, constants: bool = False) -> tuple[str, str | None] | None:
+    """`a = b` as ("a", "b"); with `constants`, `a = 1` as ("a", None) too."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)):
+        return None
+    if isinstance(statement.value, ast.Name) and statement.targets[0].id != statement.value.id:
         return statement.targets[0].id, statement.value.id
+    if constants and isinstance(statement.value, ast.Constant):
+        return statement.targets[0].id, None
     return None
 
 
@@ -180,17 +184,17 @@ def _read_in_nested_scope(scope: ast.AST, name: str) -> bool:
     return False
 
 
-def _copy_uses(scope: ast.AST, index: int) -> list[ast.stmt] | None:
+def _copy_uses(scope: ast.AST, index: int, constants: bool = False) -> list[ast.stmt] | None:
     """The statements after `a = b` whose reads of `a` may read `b` instead: up to and including the
     one that binds `a` again (its value still reads the copy). None when that is not safe to say:
     `a` or `b` read from a nested scope, `b` bound again while `a` is live, or `a` bound again
     inside a compound statement (only sometimes)."""
-    copy_name, source = _is_copy(scope.body[index])
-    if _read_in_nested_scope(scope, copy_name) or _read_in_nested_scope(scope, source):
+    copy_name, source = _is_copy(scope.body[index], constants)
+    if _read_in_nested_scope(scope, copy_name) or (source and _read_in_nested_scope(scope, source)):
         return None
     uses = []
     for statement in scope.body[index + 1:]:
-        if _stores(statement, source):
+        if source and _stores(statement, source):
             return None
         rebinds = isinstance(statement, (ast.Assign, ast.AnnAssign)) and _stores(statement, copy_name)
         if rebinds:
@@ -208,23 +212,42 @@ def _copy_uses(scope: ast.AST, index: int) -> list[ast.stmt] | None:
 def _propagate_copy(path: NodePath, index: int) -> Edit:
     def edit(tree: ast.AST) -> bool:
         scope = resolve(tree, path)
-        if index >= len(scope.body) or not _is_copy(scope.body[index]):
+        if index >= len(scope.body) or not _read_through(scope, index):
             return False
-        uses = _copy_uses(scope, index)
-        if uses is None:
-            return False
-        copy_name, source = _is_copy(scope.body[index])
-        for statement in uses:
-            readers = [statement.value] if isinstance(statement, (ast.Assign, ast.AnnAssign)) else [statement]
-            for reader in filter(None, readers):
-                for node in ast.walk(reader):
-                    if isinstance(node, ast.Name) and node.id == copy_name and isinstance(node.ctx, ast.Load):
-                        node.id = source
         del scope.body[index]
         if not scope.body:
             scope.body.append(ast.Pass())
         return True
     return edit
+
+
+def _read_through(scope: ast.AST, index: int, constants: bool = False) -> bool:
+    """Replace the reads of the copy at `scope.body[index]` by what it copies (a name, or with
+    `constants` a constant too); False, changing nothing, where that is not safe (`_copy_uses`)."""
+    statement = scope.body[index]
+    if not _is_copy(statement, constants):
+        return False
+    uses = _copy_uses(scope, index, constants)
+    if uses is None:
+        return False
+    copy_name = statement.targets[0].id
+    for use in uses:
+        readers = [use.value] if isinstance(use, (ast.Assign, ast.AnnAssign)) else [use]
+        for reader in filter(None, readers):
+            for parent in ast.walk(reader):
+                for field, child in ast.iter_fields(parent):
+                    _replace_reads(parent, field, child, copy_name, statement.value)
+    return True
+
+
+def _replace_reads(parent: ast.AST, field: str, child, name: str, value: ast.expr) -> None:
+    def replaced(node):
+        is_read = isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        return copy.deepcopy(value) if is_read else node
+    if isinstance(child, list):
+        child[:] = [replaced(item) for item in child]
+    elif isinstance(child, ast.AST):
+        setattr(parent, field, replaced(child))
 
 
 # -- comprehensions over one value --------------------------------------------------------------------
@@ -384,10 +407,13 @@ def _split_unpacking(path: NodePath, index: int) -> Edit:
             return False
         scope.body[index:index + 1] = [ast.Assign([ast.Name(name.id, ast.Store())], value, lineno=0)
                                        for name, value in pairs]
+        for position in reversed(range(index, index + len(pairs))):
+            _read_through(scope, position, constants=True)  # `mu, s = (x, 1)`: `x` and `1` read in place
         read = _reads(tree)[0]
         scope.body[index:index + len(pairs)] = [
-            statement for statement in scope.body[index:index + len(pairs)]
-            if not _does_nothing(statement, read)] or [ast.Pass()]
+            statement for statement in scope.body[index:index + len(pairs)] if not _does_nothing(statement, read)]
+        if not scope.body:
+            scope.body.append(ast.Pass())
         return True
     return edit
 

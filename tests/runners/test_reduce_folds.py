@@ -125,6 +125,18 @@ def test_an_unpacking_of_a_written_out_tuple_becomes_one_assignment_per_name():
     assert "a = t" not in reduced and "m, a" not in reduced
 
 
+def test_an_unpacking_of_names_and_constants_is_read_in_place():
+    """`mu, log_sigma = (x, 1)` (what a VAE's encoder was cut to) is one step from `x` and `1` in
+    the lines that read them; two assignments alone would be longer than the unpacking."""
+    source = "def vae(x):\n    mu, log_sigma = (x, 1)\n    return mu * log_sigma + mu\nprint(vae(2))\n"
+    [(_, folded)] = applied(source, fold_edits)
+    assert folded == "def vae(x):\n    return x * 1 + x\nprint(vae(2))\n"
+    rebound_later = source.replace("    return", "    x = 5\n    return")
+    [(_, kept_copy)] = applied(rebound_later, fold_edits)
+    assert "    mu = x\n    x = 5\n    return mu * 1 + mu\n" in kept_copy  # `x` is another value by then
+    assert prints("4\n")(kept_copy)
+
+
 LAYERS = """\
 def build(width):
     layers, d = [], 4
