@@ -107,6 +107,20 @@ def test_an_aoti_package_called_with_inputs_unlike_its_example_is_a_limitation()
         assert "AOTI_RUNTIME_CHECK_INPUTS" in found.reason and not found.wants_regression_test
 
 
+AS_STRIDED_MUTATION = (
+    "RuntimeError: During torch.compile, encountered a mutation on a view chain of length 2, where view 1 was an "
+    "as_strided() call. as_strided() is non-compositional, and therefore is not possible to functionalize properly "
+    "today,so this behavior is banned in compile. As a workaround, you can either remove the mutation from the model "
+    "code, or you can insert a graph break right before the mutation with torch._dynamo.graph_break().\n")
+
+
+def test_a_mutation_through_an_as_strided_view_is_a_limitation_torch_bans():
+    found = decide(failure_text=AS_STRIDED_MUTATION, layer="aot_autograd")
+    assert (found.kind, found.rule) == ("limitation", "as_strided_view_mutation")
+    assert ".clone()" in found.reason and not found.wants_regression_test
+    assert decide(failure_text=AS_STRIDED_MUTATION, layer="eager").kind == "user_error"
+
+
 RANDOM_SCRIPT = "import torch\n\n@torch.compile\ndef noisy(x):\n    return x + torch.randn_like(x)\n"
 
 
