@@ -368,6 +368,9 @@ def test_torch_export_save_failing_in_the_pt2_archive_is_exports_not_aotis(class
               f"  File \"{site}/export/pt2_archive/_package.py\", line 712, in package_pt2\n    x()\n"
               "NotImplementedError: Cannot access storage of SparseTensorImpl\n")
     assert classifier.classify_text(saving).category == "export_failure"
+    script = "import torch\nep = torch.export.export(model, (x,))\ntorch.export.save(ep, path)\n"
+    ran = classifier.classify_text(saving, context=script)  # a run's output: the rules alone decide
+    assert (ran.category, ran.rule) == ("export_failure", "export_frames"), ran
     calling = ("Traceback (most recent call last):\n  File \"/sandbox/repro.py\", line 23, in <module>\n    runner(x)\n"
                f"  File \"{site}/export/pt2_archive/_package.py\", line 743, in __call__\n    y()\n"
                "RuntimeError: input_handles[0]: unmatched dim value at 0, expected: 2, but got: 3\n")
