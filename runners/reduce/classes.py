@@ -120,8 +120,7 @@ def _plain(cls: ast.ClassDef) -> bool:
     if cls.keywords or cls.decorator_list or len(cls.bases) > 1 or (cls.bases and not _is_module(cls)):
         return False
     for statement in cls.body:
-        if _is_docstring(statement) or (isinstance(statement, ast.Assign)
-                                        and all(isinstance(t, ast.Name) for t in statement.targets)):
+        if _is_docstring(statement) or _field_targets(statement):
             continue
         if not isinstance(statement, ast.FunctionDef):
             return False
@@ -136,13 +135,23 @@ def _inherited_reads(cls: ast.ClassDef) -> set[str]:
     """`self.name`s a module reads that its own class never defines or sets: what `nn.Module` gives
     (`self.register_buffer(...)`, `self.training`), which a function has no name for."""
     defined = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)} | {
-        t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets}
+        t.id for n in cls.body for t in _field_targets(n)}
     read = set()
     for method in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
         for node in ast.walk(_without_super_init(method)):
             if isinstance(node, ast.Attribute) and _is_receiver(node, method.args.args[0].arg):
                 (read if isinstance(node.ctx, ast.Load) else defined).add(node.attr)
     return read - defined
+
+
+def _field_targets(statement: ast.stmt) -> list[ast.Name]:
+    """The names a plain class attribute binds: `size = 8`, `a = b = 0`, or `seed: int = 1` (its
+    annotation goes with the class); none for anything else (`seed: int` alone binds nothing)."""
+    if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
+        return statement.targets
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+        return [statement.target]
+    return []
 
 
 def _is_module(cls: ast.ClassDef) -> bool:
@@ -214,13 +223,13 @@ def _module_names(tree: ast.AST, cls: ast.ClassDef) -> dict[str, str]:
     """Attribute or method -> its module-level name: its own, unless some other name in the file
     already reads that way (then with `_` added); `__call__` -> the class in snake case."""
     own = {id(n) for n in cls.body if isinstance(n, ast.FunctionDef)} | {
-        id(t) for n in cls.body if isinstance(n, ast.Assign) for t in n.targets}
+        id(t) for n in cls.body for t in _field_targets(n)}
     taken = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and id(node) not in own} | {
         node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and id(node) not in own} | {
         arg.arg for node in ast.walk(tree) if isinstance(node, ast.arguments)
         for arg in node.posonlyargs + node.args + node.kwonlyargs + [node.vararg, node.kwarg] if arg is not None}
     members = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and n.name not in (INIT, _call_method(cls))]
-    members += [t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets]
+    members += [t.id for n in cls.body for t in _field_targets(n)]
     members += [node.attr for method in cls.body if isinstance(method, ast.FunctionDef)
                 for node in ast.walk(method) if isinstance(node, ast.Attribute) and _is_receiver(node, method.args.args[0].arg)]
     names = {}
@@ -304,8 +313,8 @@ def _init_body(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
 
 def _module_level(cls: ast.ClassDef, names: dict[str, str]) -> list[ast.stmt]:
     """The class's attributes as assignments, then its methods (but `__init__`) as functions."""
-    statements = [ast.Assign(targets=[ast.Name(id=names[t.id], ctx=ast.Store()) for t in n.targets],
-                             value=copy.deepcopy(n.value)) for n in cls.body if isinstance(n, ast.Assign)]
+    statements = [ast.Assign(targets=[ast.Name(id=names[t.id], ctx=ast.Store()) for t in _field_targets(n)],
+                             value=copy.deepcopy(n.value)) for n in cls.body if _field_targets(n)]
     for method in cls.body:
         if isinstance(method, ast.FunctionDef) and method.name != INIT:
             statements.append(_as_function(method, names, method.name == _call_method(cls)))

@@ -133,3 +133,16 @@ def test_modules_exported_or_given_what_nn_module_gives_are_left_alone():
     passed_on = LOSS_MODULE + "print(sum(1 for _ in loss_fn.parameters()))\n"
     for source in (exported, defines_call, passed_on):
         assert applied(source, class_edits) == [], source
+
+
+def test_a_config_class_with_annotated_fields_becomes_names():
+    """What a `@dataclass` config is once its decorator went: annotated fields read through one object."""
+    config = ("class Config:\n    seed: int = 1\n    steps = 2\n\n\n"
+              "def step(cfg):\n    return cfg.seed + cfg.steps\n\n\ncfg = Config()\nprint(step(cfg))\n")
+    assert applied(config, class_edits) == []  # handed on as a value: not only read through itself
+    read_through = config.replace("def step(cfg):\n    return cfg.seed + cfg.steps\n\n\n", "").replace(
+        "print(step(cfg))", "print(cfg.seed + cfg.steps)")
+    [(_, program)] = applied(read_through, class_edits)
+    assert "class" not in program and "seed = 1" in program and run(program) == run(read_through) == "3\n"
+    bare = read_through.replace("    steps = 2\n", "    steps: int\n")
+    assert applied(bare, class_edits) == []  # `steps: int` alone gives the object nothing to read
