@@ -125,6 +125,14 @@ def holds_but_verified(rule: DispositionRule, facts: Facts) -> bool:
             and (rule.code is None or bool(rule.code.search(facts.script))))
 
 
+def explanations(table: DispositionTable, failure_text: str) -> frozenset[str]:
+    """The rules whose `message` holds on a run's output: the documented causes its words name. A
+    minimized repro must keep them (bot/pipeline/minimize.py): a `Dim` specialized at 64 by a cached
+    mask and one specialized because its example has size 1 fail with the same error line, and only
+    the first is the report's bug."""
+    return frozenset(rule.id for rule in table.rules if rule.message is not None and rule.message.search(failure_text))
+
+
 def to_verify(table: DispositionTable, facts: Facts) -> tuple[str, ...]:
     """The workaround kinds to run before deciding: those of the rules, ahead of the one that holds
     now, that would hold if their workaround were seen to work (a limitation claimed only on a run's

@@ -33,6 +33,7 @@ from runners.sandbox import RunResult, RunSpec
 
 from bot.core import ladder as ladder_rules
 from bot.core.classify import Classifier
+from bot.core.disposition import explanations
 from bot.core.records import Classification
 from bot.core.report import MinimizedRepro, RunRecord
 from bot.pipeline.ladder import observed
@@ -293,7 +294,15 @@ class Minimizer:
         classification, run = self.classify_run(script, run_env)
         if not same_failure(target, classification, run.status, self.match(target)):
             return False
-        return self.classifier.ruleset.categories[target.category].keeps_cause(self.original_output, output_text(run))
+        return self.keeps_cause(target.category, output_text(run))
+
+    def keeps_cause(self, category: str, output: str) -> bool:
+        """Whether a run's output still shows what the original's showed of the failure's cause:
+        the category's `minimize_keeps`, and the documented causes a disposition rule reads in it
+        (a 0/1-specialized `Dim` is not a `Dim` the code specialized, whatever the error line)."""
+        ruleset, original = self.classifier.ruleset, self.original_output
+        return ruleset.categories[category].keeps_cause(original, output) and \
+            (not original or explanations(ruleset.dispositions, output) == explanations(ruleset.dispositions, original))
 
     def verified_result(self, source: str, script: str, original: Classification) -> tuple[str, Classification]:
         """The result and its verdict on the script's own backend, from a run in a compile cache no
@@ -331,10 +340,9 @@ class Minimizer:
         (backend="eager" for a graph break: Dynamo fails before any backend runs), so candidates
         that lose the failure do not each pay an Inductor compile. The PT2 guides minimize the
         same way. {} when the script names its backend or only Inductor shows the failure."""
-        keeps_cause = self.classifier.ruleset.categories[original.category].keeps_cause
         for env, classification, run in self.cheaper_rung_runs(original.category, script):
             if same_failure(original, classification, run.status, self.match(original)) and \
-                    keeps_cause(self.original_output, output_text(run)):
+                    self.keeps_cause(original.category, output_text(run)):
                 return env
         return {}
 

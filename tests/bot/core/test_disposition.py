@@ -195,3 +195,12 @@ def test_the_table_is_checked():
         disposition.parse_dispositions({**good, "rules": [{"id": "a", "disposition": "bug", "when": {"state": ["reproduced"]}, "reason": "r"}]}, {}, "d.yaml")
     with pytest.raises(RulesError, match="unknown disposition"):
         disposition.parse_dispositions({**good, "rules": [{"id": "a", "disposition": "wontfix", "when": {}, "reason": "r"}]}, {}, "d.yaml")
+
+
+def test_the_documented_causes_a_runs_words_name_are_the_rules_reading_them():
+    code = "UserError: Constraints violated (n)! - You marked n as dynamic but your code specialized it to be a constant (4). "
+    example = code.replace("(4)", "(1)")
+    where = "torch/export/_trace.py"
+    assert disposition.explanations(TABLE, f"{where}\n{code}") == {"export_dim_specialized", "mark_dynamic_specialized"}
+    assert "export_zero_one_specialized" in disposition.explanations(TABLE, f"{where}\n{example}")
+    assert disposition.explanations(TABLE, "RuntimeError: boom") == frozenset()

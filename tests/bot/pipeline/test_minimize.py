@@ -296,6 +296,33 @@ def test_a_recompile_repro_keeps_the_guard_that_fails(classifier, pool):
     assert not minimizer.fails_same(original, degenerate)
 
 
+SPECIALIZED_DIM = """\
+import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(4, 2)
+
+
+torch.export.export(Net(), (torch.randn(8),), dynamic_shapes={"x": {0: torch.export.Dim("n")}})
+"""
+
+
+@pytest.mark.slow
+def test_an_export_repro_keeps_the_code_that_specializes_its_dim(classifier, pool):
+    """An example of size 1 makes export specialize the `Dim` too, with the same error line and
+    signature; but that is export's 0/1 rule, another documented cause than the user's reshape."""
+    minimizer = Minimizer(classifier, pool.run)
+    original, _ = minimizer.classify_original(SPECIALIZED_DIM)
+    assert original.category == "export_failure"
+    assert minimizer.fails_same(original, SPECIALIZED_DIM.replace("reshape(4, 2)", "reshape(2, 4)"))
+    size_one = SPECIALIZED_DIM.replace("reshape(4, 2)", "sum()").replace("randn(8)", "randn(1)")
+    classification, _ = minimizer.classify_run(size_one)
+    assert same_failure(original, classification, "failed")
+    assert not minimizer.fails_same(original, size_one)
+
+
 @pytest.mark.slow
 def test_candidates_run_on_the_cheapest_backend_that_shows_the_failure(classifier, pool):
     """A graph break fails the same way with backend="eager" (Dynamo fails before any backend runs),
