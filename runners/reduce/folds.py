@@ -387,11 +387,16 @@ def _split_targets(statement: ast.stmt) -> list[tuple[ast.Name, ast.expr]] | Non
     if len(names) != len(values) or not all(isinstance(name, ast.Name) for name in names):
         return None
     for position, value in enumerate(values):
-        earlier = {name.id for name in names[:position]}
+        # `users, pos = (users, users)`: binding a name to itself changes nothing a later item reads
+        earlier = {name.id for name, bound in zip(names[:position], values) if not _is_name(bound, name.id)}
         if any(isinstance(node, (ast.Starred, ast.NamedExpr)) or (isinstance(node, ast.Name) and node.id in earlier)
                for node in ast.walk(value)):
             return None
     return list(zip(names, values))
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _unpackings(tree: ast.AST) -> list[tuple[NodePath, int]]:

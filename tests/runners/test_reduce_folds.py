@@ -116,6 +116,8 @@ def test_an_unpacking_of_a_written_out_tuple_becomes_one_assignment_per_name():
     folded = applied(source, fold_edits)
     assert len(folded) == 1 and "    b = t * 2\n    return b\n" in folded[0][1]  # `m = m` and the unread `a = t` go
     assert prints("6\n")(folded[0][1])
+    [(_, itself)] = applied("def f(u):\n    u, p = (u, u)\n    return u + p\nprint(f(2))\n", fold_edits)
+    assert "    return u + u\n" in itself and prints("4\n")(itself)  # `u = u` rebinds nothing `p` reads
     swap = applied("a, b = 1, 2\na, b = b, a\nprint(a)\n", fold_edits)
     assert len(swap) == 1 and "a = 1\nb = 2\na, b = (b, a)\n" in swap[0][1]  # only the first splits
     # a program smaller than before, so the driver takes it
