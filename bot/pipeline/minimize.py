@@ -199,6 +199,12 @@ def hoisted_from(tree: ast.Module, hoist_mode: str, run: RunResult) -> list[str]
     return hoisted_programs(tree, records, compare=hoist_mode == "compare")
 
 
+def same_code(a: str, b: str) -> bool:
+    """Whether two sources differ only in layout (blank lines, spacing): the same program, no run
+    needed to know it fails the same way."""
+    return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+
+
 def same_failure(target: Classification, candidate: Classification, run_status: str, match: str = "signature") -> bool:
     """The policy: same category and (unless `match` is "category", see Category.minimize_same)
     signature, a real failure, and no user-level slippage."""
@@ -520,7 +526,7 @@ class Minimizer:
         what the search kept (deleting `b, t, d = x.shape` can leave a `forward` that ignores its
         input, which no candidate was allowed to), else the proven text stays."""
         for candidate in dict.fromkeys((tidy(without_dead_code(source)), tidy(source))):
-            if candidate == source or (keeps_shape(candidate) and interesting(candidate)):
+            if same_code(candidate, source) or (keeps_shape(candidate) and interesting(candidate)):
                 return candidate
         return source
 

@@ -112,6 +112,15 @@ torch.compile(Gate(), fullgraph=True)(torch.ones(1))
     assert Minimizer.tidied(result, always, keeps_shape) == tidy(result)
 
 
+def test_a_layout_alone_needs_no_run_to_be_kept():
+    """Blank lines change nothing a run could see, so the laid-out text is kept even when a run
+    of it could not be afforded (a budget spent, a flaky check)."""
+    result = "import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.sum()\nnet = Net()\n"
+    never = lambda _: False  # noqa: E731
+    assert Minimizer.tidied(result, never) == tidy(result) != result
+    assert Minimizer.tidied("f(*(x, 2))\n", never) == "f(*(x, 2))\n"  # a change of code: kept only after a run
+
+
 ACCURACY = """\
 import torch
 torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
