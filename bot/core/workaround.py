@@ -14,6 +14,8 @@ A `limitation` disposition (bot/rules/disposition.yaml) names a workaround kind:
                           which lets the traced code specialize the dimension instead of raising
   fallback_random         `torch._inductor.config.fallback_random = True` before the code runs, so
                           Inductor draws random numbers the way eager does
+  hook_guards             `torch._dynamo.config.skip_nnmodule_hook_guards = False` before the code
+                          runs, so a hook registered after the first compiled call is seen
 
 Each rewrite returns the new source, or None when the code does not have the shape it handles;
 nothing is claimed until bot/pipeline/ladder.py has run the rewrite and seen it pass.
@@ -73,13 +75,16 @@ CONFIG_SWITCHES = {
                                       "dynamic value instead of a constant that recompiles"),
     "fallback_random": ("torch._inductor.config.fallback_random = True",
                         "so Inductor draws random numbers with eager's generator instead of its own"),
+    "hook_guards": ("torch._dynamo.config.skip_nnmodule_hook_guards = False",
+                    "so compiled code is guarded on the modules' hooks and a hook added later recompiles it"),
 }
 
 
 def config_switch(kind: str, script: str) -> Rewrite | None:
     """The script with the switch `kind` (CONFIG_SWITCHES) set after its imports; None when it already is."""
     line, effect = CONFIG_SWITCHES[kind]
-    if re.search(rf"{kind}\s*=\s*True", script):
+    setting, value = line.rsplit(".", 1)[1].split(" = ")
+    if re.search(rf"{setting}\s*=\s*{value}", script):
         return None
     tree = ast.parse(script)
     after_imports = max((node.end_lineno for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))), default=0)

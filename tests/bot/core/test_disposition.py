@@ -53,6 +53,22 @@ def test_a_module_int_attribute_that_recompiles_is_a_limitation_with_torchs_inli
     assert "type Linear" not in found.hints  # the guard dump's type annotations are not advice
 
 
+def test_a_recompile_on_a_changed_requires_grad_is_expected_not_a_static_module_int():
+    """The guard dump (TORCH_LOGS=guards) tags every module int guard with the hint, whatever
+    recompiled: here a parameter's requires_grad (fresh_issues_6's fine-tuning report)."""
+    dump = ("V1204 04:48:31.590000 2 torch/_dynamo/guards.py:4483] [0/0] [__guards] | | +- EQUALS_MATCH: "
+            "L['self']._modules['conv'].groups == 1  # return F.conv1d(  # nn/modules/conv.py:380 in _conv_forward "
+            "(HINT: torch.compile considers integer attributes of the nn.Module to be static. If you are observing "
+            "recompilation, you might want to make this integer dynamic using "
+            "torch._dynamo.config.allow_unspec_int_on_nn_module = True, or convert this integer into a tensor.)\n")
+    reason = ("torch._dynamo.exc.RecompileError: Recompiling function forward in /sandbox/repro.py:40\n"
+              "    triggered by the following guard failure(s):\n"
+              "    - 0/0: tensor 'self._parameters['bias']' requires_grad mismatch. expected requires_grad=0.\n")
+    found = decide(failure_text=dump + reason, layer="dynamo")
+    assert (found.kind, found.rule, found.hints) == ("limitation", "requires_grad_recompile", ()), found
+    assert decide(failure_text=dump, layer="dynamo").kind == "bug"  # nothing recompiled: no explanation
+
+
 # torch 2.13: a Python loop over a dimension marked with mark_dynamic (fresh_issues_3's recommender)
 MARKED_SPECIALIZED = """torch.fx.experimental.symbolic_shapes.ConstraintViolationError: Constraints violated (L['sessions'].size()[1])! \
 For more information, run with TORCH_LOGS="+dynamic".
@@ -101,10 +117,22 @@ def test_an_exported_dim_on_an_example_of_size_one_is_exports_zero_one_specializ
 
 def test_an_aoti_package_called_with_inputs_unlike_its_example_is_a_limitation():
     """AOTI_RUNTIME_CHECK_INPUTS=1 (the diagnostics run's) turns the silent mismatch into this error."""
-    for unmatched in ("unmatched dtype, expected: 3(at::kInt), but got: 4", "unmatched stride value at 1, expected: 1024, but got: 1"):
-        found = decide(failure_text=f"RuntimeError: input_handles[0]: {unmatched}\n")
-        assert (found.kind, found.rule) == ("limitation", "aoti_inputs_unlike_export"), unmatched
+    for error in ("input_handles[0]: unmatched dtype, expected: 3(at::kInt), but got: 4",
+                  "input_handles[0]: unmatched stride value at 1, expected: 1024, but got: 1",
+                  "expected inputs vector size to be 2, but got 1"):  # `attention_mask=None`: one input fewer
+        found = decide(failure_text=f"RuntimeError: {error}\n")
+        assert (found.kind, found.rule) == ("limitation", "aoti_inputs_unlike_export"), error
         assert "AOTI_RUNTIME_CHECK_INPUTS" in found.reason and not found.wants_regression_test
+
+
+def test_a_hook_registered_in_a_dynamo_owned_mismatch_is_a_limitation_once_hook_guards_make_it_pass():
+    script = "import torch\nfast = torch.compile(model)\nfast(x)\nmodel.register_forward_hook(hook)\n"
+    facts = {"failure_text": "AssertionError: outputs differ\n", "layer": "dynamo", "script": script}
+    assert disposition.to_verify(TABLE, Facts(state="reproduced", has_script=True, **facts)) == ("hook_guards",)
+    assert decide(**facts).kind == "bug"  # not claimed before a run shows the switch working
+    verified = decide(**facts, verified=("hook_guards",))
+    assert (verified.kind, verified.rule, verified.workarounds) == ("limitation", "hook_added_after_compile", ("hook_guards",))
+    assert decide(**{**facts, "layer": "inductor"}, verified=("hook_guards",)).kind == "bug"  # Dynamo's guards only
 
 
 AS_STRIDED_MUTATION = (

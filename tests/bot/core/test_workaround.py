@@ -94,6 +94,20 @@ def test_inductors_random_numbers_match_eagers_with_fallback_random():
     assert result.status == "ok", result.stderr[-2000:]
 
 
+@pytest.mark.slow
+def test_a_hook_added_after_the_first_compiled_call_is_seen_with_hook_guards():
+    """The documented switch the `hook_added_after_compile` disposition stands on, on real torch."""
+    script = ("import torch\n\nlayer = torch.nn.Linear(2, 2)\nfast = torch.compile(layer, backend='eager')\n"
+              "x = torch.ones(2)\nfast(x)\nlayer.register_forward_hook(lambda m, i, o: o * 0)\n"
+              "assert torch.equal(fast(x), layer(x)), 'compiled output misses the hook'\n")
+    assert "misses the hook" in run(RunSpec(script=script, timeout_s=300)).stderr
+    rewritten = workaround.config_switch("hook_guards", script)
+    assert rewritten.source.split("\n")[1] == "torch._dynamo.config.skip_nnmodule_hook_guards = False"
+    assert workaround.config_switch("hook_guards", rewritten.source) is None  # already set
+    result = run(RunSpec(script=rewritten.source, timeout_s=300))
+    assert result.status == "ok", result.stderr[-2000:]
+
+
 def test_the_readme_examples_rewrite_runs_under_fullgraph():
     assert run(RunSpec(script=EXAMPLE, timeout_s=300)).status != "ok"
     result = run(RunSpec(script=workaround.torch_cond(EXAMPLE, line=11).source, timeout_s=300))
