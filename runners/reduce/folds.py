@@ -9,6 +9,8 @@ time), and the predicate still decides: a fold the program's meaning depends on 
 copy whose source a later line mutates in place, say) is refused like any other edit.
 
 - `4 * 4` -> `16`: arithmetic on two numbers, when the result is no longer than the expression;
+- `(torch.compile(m) if True else m)` -> `torch.compile(m)`, `if 0: ...` -> its `else`: a choice on a
+  constant (a flag the constant pass or an inlining put in place) is the branch it takes;
 - `a = b; ... f(a)` -> `... f(b)`: a name bound to another name is replaced by it where it is read
   in the rest of its function (or module), until either is bound again;
 - `x = f(...)` with `x` read nowhere -> `f(...)`: the call stays, the name goes;
@@ -50,6 +52,8 @@ def fold_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Literal arithmetic first (one candidate for all of it), then unread results, then each copy."""
     if any(_folded(node) is not None for node in ast.walk(tree)):
         yield "folds", _fold_arithmetic
+    if any(_constant_choice(node) is not None for node in ast.walk(tree)):
+        yield "folds", _fold_constant_choices
     if _unread_results(tree):
         yield "folds", _keep_calls_only
     for reading in (False, True):
@@ -103,6 +107,38 @@ def _fold_arithmetic(tree: ast.AST) -> bool:
                 return node
             Folder.changed = True
             return folded
+    Folder().visit(tree)
+    return Folder.changed
+
+
+# -- choices on a constant ----------------------------------------------------------------------------
+
+def _constant_choice(node: ast.AST) -> bool | None:
+    """Which way `a if <constant> else b` or `if <constant>:` goes; None for any other node."""
+    if isinstance(node, (ast.IfExp, ast.If)) and isinstance(node.test, ast.Constant):
+        return bool(node.test.value)
+    return None
+
+
+def _fold_constant_choices(tree: ast.AST) -> bool:
+    class Folder(ast.NodeTransformer):
+        changed = False
+
+        def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+            self.generic_visit(node)
+            taken = _constant_choice(node)
+            if taken is None:
+                return node
+            Folder.changed = True
+            return node.body if taken else node.orelse
+
+        def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+            self.generic_visit(node)
+            taken = _constant_choice(node)
+            if taken is None:
+                return node
+            Folder.changed = True
+            return (node.body if taken else node.orelse) or ast.Pass()
     Folder().visit(tree)
     return Folder.changed
 

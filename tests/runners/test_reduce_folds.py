@@ -202,3 +202,14 @@ def test_buffers_become_plain_attributes_so_the_module_can_dissolve():
     without_none = folded.replace("        self.register_buffer('unused', None)\n", "")
     [(_, function)] = applied(without_none, class_edits)
     assert "class" not in function and prints("[0.0, 0.0]\n")(function), function
+
+
+def test_a_choice_on_a_constant_is_the_branch_it_takes():
+    """`USE_COMPILE = True` inlined into `torch.compile(model) if USE_COMPILE else model` (every held-out
+    report has such a flag) leaves a choice no run could take the other way."""
+    source = ("def run(x):\n    f = (abs if True else str)\n    if 0:\n        x = -x\n    else:\n        x = x * 2\n"
+              "    if 1:\n        pass\n    return f(x)\nprint(run(-3))\n")
+    [(_, folded)] = [(n, p) for n, p in applied(source, fold_edits) if "if True" not in p]
+    assert folded == "def run(x):\n    f = abs\n    x = x * 2\n    pass\n    return f(x)\nprint(run(-3))\n", folded
+    assert prints("6\n")(folded) and prints("6\n")(source)
+    assert not [p for _, p in applied("x = 1\nprint(abs if x else str)\n", fold_edits) if "abs if" not in p]
