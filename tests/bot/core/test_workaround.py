@@ -81,29 +81,29 @@ def test_mark_dynamic_becomes_maybe_mark_dynamic_and_nothing_else_changes():
     assert workaround.maybe_mark_dynamic("from torch._dynamo import mark_dynamic\nmark_dynamic(x, 1)\n") is None
 
 
-@pytest.mark.slow
-def test_inductors_random_numbers_match_eagers_with_fallback_random():
-    """The documented switch the `inductor_random_numbers` disposition stands on, on real torch."""
-    script = ("import torch\n\n\n@torch.compile\ndef noisy(x):\n    return x + torch.randn_like(x)\n\n\n"
-              "x = torch.zeros(64)\ntorch.manual_seed(0)\ncompiled = noisy(x)\ntorch.manual_seed(0)\n"
-              "assert torch.equal(compiled, x + torch.randn_like(x)), 'compiled noise differs'\n")
-    assert "compiled noise differs" in run(RunSpec(script=script, timeout_s=300)).stderr
-    rewritten = workaround.config_switch("fallback_random", script)
-    assert rewritten.source.split("\n")[1] == "torch._inductor.config.fallback_random = True"
-    result = run(RunSpec(script=rewritten.source, timeout_s=300))
-    assert result.status == "ok", result.stderr[-2000:]
+# The documented switches the verified limitations of disposition.yaml stand on: (kind, a script
+# that fails without it, the line the rewrite adds, the failure's words).
+SWITCHES = [
+    ("fallback_random",  # inductor_random_numbers
+     "import torch\n\n\n@torch.compile\ndef noisy(x):\n    return x + torch.randn_like(x)\n\n\n"
+     "x = torch.zeros(64)\ntorch.manual_seed(0)\ncompiled = noisy(x)\ntorch.manual_seed(0)\n"
+     "assert torch.equal(compiled, x + torch.randn_like(x)), 'compiled noise differs'\n",
+     "torch._inductor.config.fallback_random = True", "compiled noise differs"),
+    ("hook_guards",  # hook_added_after_compile
+     "import torch\n\nlayer = torch.nn.Linear(2, 2)\nfast = torch.compile(layer, backend='eager')\n"
+     "x = torch.ones(2)\nfast(x)\nlayer.register_forward_hook(lambda m, i, o: o * 0)\n"
+     "assert torch.equal(fast(x), layer(x)), 'compiled output misses the hook'\n",
+     "torch._dynamo.config.skip_nnmodule_hook_guards = False", "misses the hook"),
+]
 
 
 @pytest.mark.slow
-def test_a_hook_added_after_the_first_compiled_call_is_seen_with_hook_guards():
-    """The documented switch the `hook_added_after_compile` disposition stands on, on real torch."""
-    script = ("import torch\n\nlayer = torch.nn.Linear(2, 2)\nfast = torch.compile(layer, backend='eager')\n"
-              "x = torch.ones(2)\nfast(x)\nlayer.register_forward_hook(lambda m, i, o: o * 0)\n"
-              "assert torch.equal(fast(x), layer(x)), 'compiled output misses the hook'\n")
-    assert "misses the hook" in run(RunSpec(script=script, timeout_s=300)).stderr
-    rewritten = workaround.config_switch("hook_guards", script)
-    assert rewritten.source.split("\n")[1] == "torch._dynamo.config.skip_nnmodule_hook_guards = False"
-    assert workaround.config_switch("hook_guards", rewritten.source) is None  # already set
+@pytest.mark.parametrize("kind,script,line,failure", SWITCHES, ids=[s[0] for s in SWITCHES])
+def test_a_documented_switch_makes_its_failure_pass_on_real_torch(kind, script, line, failure):
+    assert failure in run(RunSpec(script=script, timeout_s=300)).stderr
+    rewritten = workaround.config_switch(kind, script)
+    assert rewritten.source.split("\n")[1] == line
+    assert workaround.config_switch(kind, rewritten.source) is None  # already set
     result = run(RunSpec(script=rewritten.source, timeout_s=300))
     assert result.status == "ok", result.stderr[-2000:]
 
