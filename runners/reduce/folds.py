@@ -266,24 +266,14 @@ def _read_through(scope: ast.AST, index: int, constants: bool = False) -> bool:
     uses = _copy_uses(scope, index, constants)
     if uses is None:
         return False
-    copy_name = statement.targets[0].id
-    for use in uses:
-        readers = [use.value] if isinstance(use, (ast.Assign, ast.AnnAssign)) else [use]
-        for reader in filter(None, readers):
-            for parent in ast.walk(reader):
-                for field, child in ast.iter_fields(parent):
-                    _replace_reads(parent, field, child, copy_name, statement.value)
+    binding = {statement.targets[0].id: statement.value}
+    for position, use in enumerate(uses, start=index + 1):  # the statements right after the copy
+        if isinstance(use, (ast.Assign, ast.AnnAssign)):
+            if use.value is not None:  # the value only: the targets bind, they do not read
+                use.value = _substitute(use.value, binding)
+        else:
+            scope.body[position] = _substitute(use, binding)
     return True
-
-
-def _replace_reads(parent: ast.AST, field: str, child, name: str, value: ast.expr) -> None:
-    def replaced(node):
-        is_read = isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-        return copy.deepcopy(value) if is_read else node
-    if isinstance(child, list):
-        child[:] = [replaced(item) for item in child]
-    elif isinstance(child, ast.AST):
-        setattr(parent, field, replaced(child))
 
 
 # -- comprehensions over one value --------------------------------------------------------------------
