@@ -37,7 +37,7 @@ def preload(modules, seed=None, warm_imports=()):
             import torch._inductor.config  # noqa: F401
             plant_seed(seed)
             warm_machine_answers()
-            remember_failed_compiles()
+            remember_compiles()
             import_present(warm_imports)
         keep_preload_finalizers_from_exit()
     finally:
@@ -133,21 +133,26 @@ def plant_seed(seed):
 
 
 FAILED_COMPILES = "pt2-triage-failed-compiles"  # under the run's (its job's) Inductor cache directory
+BUILT_OBJECTS = "pt2-triage-built-objects"  # likewise
 MAX_REMEMBERED_OUTPUT = 1 << 20
+MAX_REMEMBERED_OBJECT = 64 << 20
 
 
 class _RememberingSubprocess:
-    """`subprocess` as torch's cpp_builder sees it, except that a C++ build that failed once in
-    this job fails again at once, with the compiler's own output, instead of running g++ again.
+    """`subprocess` as torch's cpp_builder sees it, except that a C++ build it has seen in this job
+    is answered from memory: a build that failed fails again at once with the compiler's own
+    output, and an object file (`-c -o X.o`) that was built is copied into place.
 
-    Why: minimizing an Inductor C++ compile error, most candidates generate the very same failing
-    kernel (the edit was elsewhere), and its g++ run (about 0.6 s of a 1.2 s warm run on 2 cores)
-    was paid again by each. Faithful because a compiler given the same command and the same
-    sources answers the same: the key is the command and the content of every existing file it
-    names. Only a diagnosed failure is kept (exit status > 0 and "error" in the output), never a
+    Why: minimizing, most candidates generate the very same C++ (the edit was elsewhere), and g++
+    was paid again by each. An Inductor C++ compile error's failing kernel took about 0.6 s of a
+    1.2 s warm run on 2 cores. AOTInductor rebuilds its wrapper on every export, even from Inductor's
+    warm cache: about 4 s of a 5.3 s warm run for a two-layer encoder, 6 s per candidate in all.
+    Faithful because a compiler given the same command and the same sources answers the same: the
+    key is the command and the content of every existing file it names (not the output it is to
+    write). Only a diagnosed failure is kept (exit status > 0 and "error" in the output), never a
     killed or timed-out build. torch's own code still raises CppCompileError from the
-    CalledProcessError, so the traceback and message read as without the memo. Successful builds
-    are Inductor's own cache's business, as before."""
+    CalledProcessError, so the traceback and message read as without the memo. Linking and
+    every other run pass through."""
 
     def __init__(self, real):
         self._real = real
@@ -157,17 +162,41 @@ class _RememberingSubprocess:
 
     def run(self, cmd, *args, **kwargs):
         memo = _memo_path(cmd) if self._is_compile(cmd, args, kwargs) else None
-        if memo is not None and os.path.isfile(memo):
-            with open(memo, "rb") as remembered:
-                returncode, output = remembered.read().split(b"\n", 1)
-            raise self._real.CalledProcessError(int(returncode), cmd, output=output)
+        if memo is not None:
+            remembered = self._remembered(cmd, memo)
+            if remembered is not None:
+                return remembered
         try:
-            return self._real.run(cmd, *args, **kwargs)
+            done = self._real.run(cmd, *args, **kwargs)
         except self._real.CalledProcessError as failed:
             output = failed.stdout or b""
             if memo is not None and failed.returncode > 0 and b"error" in output and len(output) <= MAX_REMEMBERED_OUTPUT:
-                _write_memo(memo, b"%d\n" % failed.returncode + output)
+                _write_memo(_in_memo(FAILED_COMPILES, memo), b"%d\n" % failed.returncode + output)
             raise
+        built = _object_output(cmd)
+        if memo is not None and built is not None:
+            _keep_object(built, _in_memo(BUILT_OBJECTS, memo), done.stdout or b"")
+        return done
+
+    def _remembered(self, cmd, memo):
+        """The answer for a build seen before: raise its failure, or put its object in place and
+        return as the compiler did; None when it was never seen (or cannot be put in place)."""
+        failure = _in_memo(FAILED_COMPILES, memo)
+        if os.path.isfile(failure):
+            with open(failure, "rb") as remembered:
+                returncode, output = remembered.read().split(b"\n", 1)
+            raise self._real.CalledProcessError(int(returncode), cmd, output=output)
+        built = _object_output(cmd)
+        kept = _in_memo(BUILT_OBJECTS, memo)
+        if built is None or not os.path.isfile(kept):
+            return None
+        try:
+            with open(kept, "rb") as remembered:
+                size, rest = remembered.read().split(b"\n", 1)
+            output, data = rest[:int(size)], rest[int(size):]
+        except (OSError, ValueError):
+            return None
+        return self._real.CompletedProcess(cmd, 0, stdout=output) if _write_memo(built, data) else None
 
     def _is_compile(self, cmd, args, kwargs):
         """The shape of cpp_builder's compile call (`_run_compile_cmd`), and no other of its runs."""
@@ -176,34 +205,73 @@ class _RememberingSubprocess:
                 and not kwargs.get("text") and set(kwargs) == {"cwd", "check", "stdout", "stderr"})
 
 
+def _object_output(cmd):
+    """The object file a compile-only build (`-c ... -o X.o`) writes; None for any other build."""
+    if "-c" not in cmd or cmd.count("-o") != 1:
+        return None
+    at = cmd.index("-o") + 1
+    target = cmd[at] if at < len(cmd) else ""
+    return target if target.endswith(".o") and os.path.isabs(target) else None
+
+
 def _memo_path(cmd):
-    """The memo file for this build: sha256 of the command and of each file it names; None if
-    anything is unreadable (then no memo)."""
+    """The memo key for this build: sha256 of the command and of each file it names, except the
+    object it writes (there from an earlier build or not, it is not an input); None if anything is
+    unreadable (then no memo)."""
     try:
-        from torch._inductor.runtime.cache_dir_utils import cache_dir
         digest = hashlib.sha256()
+        output = _object_output(cmd)
         for arg in cmd:
             digest.update(arg.encode() + b"\0")
-            if os.path.isfile(arg):
+            if arg != output and os.path.isfile(arg):
                 with open(arg, "rb") as named:
-                    digest.update(hashlib.sha256(named.read()).digest())
-        return os.path.join(cache_dir(), FAILED_COMPILES, digest.hexdigest())
+                    digest.update(hashlib.sha256(_without_trailing_comments(arg, named.read())).digest())
+        return digest.hexdigest()
     except Exception:  # noqa: BLE001 - no memo, the build simply runs
         return None
 
 
+def _without_trailing_comments(name, content):
+    """A C++ source without the `//` comment lines at its end. AOTInductor appends its compile and
+    link commands to the wrapper and kernel sources after each build, so the same source grows by
+    a comment per build; comments after the last line of code do not change what g++ builds."""
+    if not name.endswith(".cpp"):
+        return content
+    lines = content.split(b"\n")
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith(b"//")):
+        lines.pop()
+    return b"\n".join(lines)
+
+
+def _in_memo(kind, key):
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+    return os.path.join(cache_dir(), kind, key)
+
+
+def _keep_object(built, kept, output):
+    try:
+        if os.path.getsize(built) > MAX_REMEMBERED_OBJECT or len(output) > MAX_REMEMBERED_OUTPUT:
+            return
+        with open(built, "rb") as made:
+            _write_memo(kept, b"%d\n" % len(output) + output + made.read())
+    except OSError:
+        pass
+
+
 def _write_memo(path, data):
+    """Write whole or not at all (another run may read it meanwhile); whether it was written."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         partial = f"{path}.{os.getpid()}.tmp"
         with open(partial, "wb") as out:
             out.write(data)
         os.replace(partial, path)
+        return True
     except OSError:
-        pass
+        return False
 
 
-def remember_failed_compiles():
+def remember_compiles():
     """Route cpp_builder's compiler runs through _RememberingSubprocess (warm runs only)."""
     try:
         from torch._inductor import cpp_builder
