@@ -78,11 +78,27 @@ def _blocks(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
 
 
 def _inert(statement: ast.stmt) -> bool:
-    """A bare name or constant as a statement (`...`, the placeholder body, stays)."""
+    """A bare name or constant as a statement (`...`, the placeholder body, stays), or a loop whose
+    body never runs: `for q in []:` once the search emptied what it walks (the AOTI report's
+    serving loop ended as `for query in []: q = embed()`), `while False:`."""
+    if isinstance(statement, (ast.For, ast.While)):
+        return not statement.orelse and _never_loops(statement)
     if not isinstance(statement, ast.Expr):
         return False
     value = statement.value
     return isinstance(value, ast.Name) or isinstance(value, ast.Constant) and value.value is not Ellipsis
+
+
+def _never_loops(loop: ast.For | ast.While) -> bool:
+    """A `for` over an empty literal (`[]`, `()`, `{}`, `""`), or a `while` on a false constant."""
+    if isinstance(loop, ast.While):
+        return isinstance(loop.test, ast.Constant) and not loop.test.value
+    walked = loop.iter
+    if isinstance(walked, (ast.List, ast.Tuple, ast.Set)):
+        return not walked.elts
+    if isinstance(walked, ast.Dict):
+        return not walked.keys
+    return isinstance(walked, ast.Constant) and walked.value in ("", b"")
 
 
 def _bare_init(statement: ast.stmt) -> bool:

@@ -482,6 +482,30 @@ def test_statements_that_do_nothing_are_dead():
     assert ast.parse(cleaned) and without_dead_code(cleaned) == cleaned
 
 
+def test_loops_whose_body_never_runs_are_dead():
+    """What a budget-bound search left of the AOTI report's serving loop: `for query in []:`. A loop
+    over something that may be empty, or with an `else`, stays."""
+    from runners.reduce.dead import without_dead_code
+
+    source = (
+        "import torch\n"
+        "embed = torch.compile(torch.relu)\n"
+        "for query in []:\n"
+        "    q = embed()\n"
+        "while False:\n"
+        "    embed()\n"
+        "for query in ():\n"
+        "    pass\n"
+        "else:\n"
+        "    embed(torch.ones(1))\n"
+        "for query in range(0):\n"
+        "    embed(torch.ones(2))\n")
+    cleaned = without_dead_code(source)
+    assert "in []" not in cleaned and "while" not in cleaned
+    assert "in ()" in cleaned and "range(0)" in cleaned
+    assert without_dead_code(cleaned) == cleaned
+
+
 def test_without_dead_code_is_the_all_at_once_candidate_as_text():
     from runners.reduce.dead import without_dead_code
 
