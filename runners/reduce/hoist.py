@@ -67,7 +67,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
         try:
             instance = in_entry_mode(instantiation(record, classes), record)
             specs = spec_items(record.get("call"))
-            inputs = [value_expr(spec, classes) for spec in specs]
+            inputs = [call_input(spec, classes) for spec in specs]
             marks = [dynamic_dims(spec) for spec in specs]
         except (Unrepresentable, AttributeError, TypeError):
             continue
@@ -437,6 +437,17 @@ def instantiation(record: dict, classes: dict[str, ast.ClassDef]) -> ast.Call:
                     args=[value_expr(spec, classes) for spec in spec_items(record.get("init"))],
                     keywords=[ast.keyword(arg=_identifier(key), value=value_expr(spec, classes))
                               for key, spec in init_kw.items()])
+
+
+def call_input(spec: Any, classes: dict[str, ast.ClassDef]) -> ast.expr:
+    """The code for one argument of the recorded call. An argument the probe could not describe
+    (`{"other": "BlockMask"}`: a library's object, made by code the hoist cannot replay) is given
+    as `None`. Masks, caches and hooks that a module takes are mostly optional, and the run decides:
+    the sliding-window decoder of the flex-attention report passed a `BlockMask` to every module,
+    so no record was usable and the search started from the whole 96-line script."""
+    if isinstance(spec, dict) and set(spec) == {"other"}:
+        return ast.Constant(None)
+    return value_expr(spec, classes)
 
 
 def value_expr(spec: Any, classes: dict[str, ast.ClassDef], depth: int = 0) -> ast.expr:

@@ -135,6 +135,19 @@ def test_a_decorated_entry_point_compiles_the_module_the_same_way():
     assert hoisted_programs(ast.parse(script), records)[0].splitlines()[-1] == "torch.compile(Net())(torch.randn(3))"
 
 
+def test_a_call_argument_the_probe_could_not_describe_is_given_as_none():
+    """A flex-attention decoder passes its `BlockMask` to every module; an optional mask is the
+    usual case, and the run decides. Only a call's own arguments: a construction argument, or an
+    object inside a list, still makes the record unusable."""
+    records = [{"class": "Attention", "init": [config()], "init_kw": {},
+                "call": [tensor(2, 5, 16), {"other": "BlockMask"}]}]
+    program = hoisted_programs(ast.parse(SCRIPT), records)[0]
+    assert program.splitlines()[-1] == "torch.compile(Attention(Config(dim=16)), fullgraph=True)(torch.randn(2, 5, 16), None)"
+    nested = [{"class": "Attention", "init": [config()], "init_kw": {},
+               "call": [tensor(2, 5, 16), {"seq": "list", "items": [{"other": "BlockMask"}]}]}]
+    assert hoisted_programs(ast.parse(SCRIPT), nested) == []
+
+
 def test_records_from_the_script_are_not_trusted():
     """The records come from the user's process: anything this module cannot write as plain code of
     the file's own classes makes that record unusable, never code of the script's choosing."""
