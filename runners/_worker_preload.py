@@ -161,33 +161,33 @@ class _RememberingSubprocess:
         return getattr(self._real, name)
 
     def run(self, cmd, *args, **kwargs):
-        memo = _memo_path(cmd) if self._is_compile(cmd, args, kwargs) else None
-        if memo is not None:
-            remembered = self._remembered(cmd, memo)
+        key = _memo_key(cmd) if self._is_compile(cmd, args, kwargs) else None
+        if key is not None:
+            remembered = self._remembered(cmd, key)
             if remembered is not None:
                 return remembered
         try:
             done = self._real.run(cmd, *args, **kwargs)
         except self._real.CalledProcessError as failed:
             output = failed.stdout or b""
-            if memo is not None and failed.returncode > 0 and b"error" in output and len(output) <= MAX_REMEMBERED_OUTPUT:
-                _write_memo(_in_memo(FAILED_COMPILES, memo), b"%d\n" % failed.returncode + output)
+            if key is not None and failed.returncode > 0 and b"error" in output and len(output) <= MAX_REMEMBERED_OUTPUT:
+                _write_memo(_in_memo(FAILED_COMPILES, key), b"%d\n" % failed.returncode + output)
             raise
         built = _object_output(cmd)
-        if memo is not None and built is not None:
-            _keep_object(built, _in_memo(BUILT_OBJECTS, memo), done.stdout or b"")
+        if key is not None and built is not None:
+            _keep_object(built, _in_memo(BUILT_OBJECTS, key), done.stdout or b"")
         return done
 
-    def _remembered(self, cmd, memo):
+    def _remembered(self, cmd, key):
         """The answer for a build seen before: raise its failure, or put its object in place and
         return as the compiler did; None when it was never seen (or cannot be put in place)."""
-        failure = _in_memo(FAILED_COMPILES, memo)
+        failure = _in_memo(FAILED_COMPILES, key)
         if os.path.isfile(failure):
             with open(failure, "rb") as remembered:
                 returncode, output = remembered.read().split(b"\n", 1)
             raise self._real.CalledProcessError(int(returncode), cmd, output=output)
         built = _object_output(cmd)
-        kept = _in_memo(BUILT_OBJECTS, memo)
+        kept = _in_memo(BUILT_OBJECTS, key)
         if built is None or not os.path.isfile(kept):
             return None
         try:
@@ -214,7 +214,7 @@ def _object_output(cmd):
     return target if target.endswith(".o") and os.path.isabs(target) else None
 
 
-def _memo_path(cmd):
+def _memo_key(cmd):
     """The memo key for this build: sha256 of the command and of each file it names, except the
     object it writes (there from an earlier build or not, it is not an input); None if anything is
     unreadable (then no memo)."""
@@ -239,6 +239,8 @@ def _without_trailing_comments(name, content):
         return content
     lines = content.split(b"\n")
     while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith(b"//")):
+        if len(lines) > 1 and lines[-2].endswith(b"\\"):  # a continued line: the comment is part of it
+            break
         lines.pop()
     return b"\n".join(lines)
 
