@@ -25,7 +25,7 @@ CONFIG_MODULES = ("torch._inductor.config", "torch._dynamo.config", "torch._func
 BOILERPLATE_CALLS = frozenset({
     "randn", "rand", "randint", "ones", "zeros", "empty", "tensor", "arange", "full", "manual_seed", "compile",
     "print", "range", "len", "super", "backward", "to", "cuda", "cpu", "float", "half", "item", "eval", "train",
-    "parameters", "zero_grad", "step", "assert_close", "allclose", "export", "reset", "clone", "detach", "size",
+    "parameters", "zero_grad", "step", "assert_close", "allclose", "broadcast_tensors", "export", "reset", "clone", "detach", "size",
     "view", "reshape", "Linear", "Sequential", "Module", "ModuleList", "requires_grad_", "format", "append",
 })
 MAX_NAME = 70
@@ -162,8 +162,8 @@ def _replace_explicit_comparisons(parts: ReproParts) -> bool:
     for index, node in enumerate(parts.body):
         pair = _compared_pair(node)
         if pair is not None:
-            actual, expected, keywords = pair
-            call = ast.Call(ast.Attribute(ast.Name("self"), "assertEqual"), [actual, expected], keywords)
+            compared, keywords = pair
+            call = ast.Call(ast.Attribute(ast.Name("self"), "assertEqual"), compared, keywords)
             parts.body[index] = ast.Expr(call)
             found = True
     return found
@@ -173,7 +173,10 @@ ALLCLOSE_DEFAULTS = {"rtol": 1e-05, "atol": 1e-08}  # torch.allclose's, in its p
 
 
 def _compared_pair(node: ast.stmt):
-    """(actual, expected, tolerance keywords) of `torch.testing.assert_close(a, b)` or `assert torch.allclose(a, b)`."""
+    """(assertEqual's two compared arguments, tolerance keywords) of `torch.testing.assert_close(a, b)`
+    or `assert torch.allclose(a, b)`. allclose broadcasts and assertEqual does not, so its pair is
+    `*torch.broadcast_tensors(a, b)`: fresh_issues_7's minimized scan compared a (1, 16) output
+    with `torch.zeros(1)`, and a plain assertEqual would have failed on the shapes, fixed or not."""
     call = None
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         call = node.value
@@ -184,11 +187,14 @@ def _compared_pair(node: ast.stmt):
     if call is None or len(call.args) < 2:
         return None
     given = {k.arg: k.value for k in call.keywords if k.arg in ALLCLOSE_DEFAULTS}
+    compared = [call.args[0], call.args[1]]
     if not ast.unparse(call.func).endswith("assert_close"):  # allclose(a, b, rtol, atol): positional too
         given.update({name: value for name, value in zip(ALLCLOSE_DEFAULTS, call.args[2:4])})
         if given:  # assertEqual takes both or neither: the one left out is allclose's default
             given = {name: given.get(name, ast.Constant(default)) for name, default in ALLCLOSE_DEFAULTS.items()}
-    return call.args[0], call.args[1], [ast.keyword(name, value) for name, value in given.items()]
+        broadcast = ast.Call(ast.Attribute(ast.Name("torch"), "broadcast_tensors"), compared, [])
+        compared = [ast.Starred(broadcast, ast.Load())]
+    return compared, [ast.keyword(name, value) for name, value in given.items()]
 
 
 def _compiled_names(parts: ReproParts) -> dict[str, ast.expr]:

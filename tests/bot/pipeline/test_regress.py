@@ -55,10 +55,22 @@ def test_an_allclose_with_one_tolerance_gets_allclose_s_default_for_the_other():
     the generated test raise ValueError instead of failing as the repro does)."""
     source = "import torch\nx = torch.randn(4)\nassert torch.allclose(torch.compile(torch.sin)(x), torch.sin(x), atol=1e-05)\n"
     test = generate(source, Classification("accuracy", 0.9, "s"), PLANS["accuracy"], device="cpu", issue_number=None)
-    assert "self.assertEqual(torch.compile(torch.sin)(x), torch.sin(x), rtol=1e-05, atol=1e-05)" in test.method_source
+    assert ("self.assertEqual(*torch.broadcast_tensors(torch.compile(torch.sin)(x), torch.sin(x)), rtol=1e-05, atol=1e-05)"
+            in test.method_source)
     positional = source.replace("atol=1e-05", "0.001")
     test = generate(positional, Classification("accuracy", 0.9, "s"), PLANS["accuracy"], device="cpu", issue_number=None)
-    assert "torch.sin(x), rtol=0.001, atol=1e-08)" in test.method_source
+    assert "torch.sin(x)), rtol=0.001, atol=1e-08)" in test.method_source
+
+
+def test_an_allclose_that_broadcasts_becomes_a_test_that_passes_once_the_values_agree():
+    """allclose broadcasts, assertEqual does not: a (1, 16) output against `torch.zeros(1)` (the
+    minimized fresh_issues_7 scan) must fail on the values, not on the shapes."""
+    source = "import torch\nx = torch.zeros(1, 16)\nassert torch.allclose(torch.compile(torch.sin)(x), torch.zeros(1))\n"
+    test = generate(source, Classification("accuracy", 0.9, "s"), PLANS["accuracy"], device="cpu", issue_number=None)
+    import torch
+    namespace = {"torch": torch}
+    body = "\n".join(line[8:] for line in test.method_source.splitlines()[2:])
+    exec(body.replace("self.assertEqual", "torch.testing.assert_close"), namespace)  # passes: sin(0) == 0
 
 
 def test_the_name_takes_the_first_op_in_source_order_not_the_shallowest():
