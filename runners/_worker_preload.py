@@ -162,8 +162,9 @@ class _RememberingSubprocess:
 
     def run(self, cmd, *args, **kwargs):
         key = _memo_key(cmd) if self._is_compile(cmd, args, kwargs) else None
+        built = _object_output(cmd)
         if key is not None:
-            remembered = self._remembered(cmd, key)
+            remembered = self._remembered(cmd, key, built)
             if remembered is not None:
                 return remembered
         try:
@@ -173,12 +174,11 @@ class _RememberingSubprocess:
             if key is not None and failed.returncode > 0 and b"error" in output and len(output) <= MAX_REMEMBERED_OUTPUT:
                 _write_memo(_in_memo(FAILED_COMPILES, key), b"%d\n" % failed.returncode + output)
             raise
-        built = _object_output(cmd)
         if key is not None and built is not None:
             _keep_object(built, _in_memo(BUILT_OBJECTS, key), done.stdout or b"")
         return done
 
-    def _remembered(self, cmd, key):
+    def _remembered(self, cmd, key, built):
         """The answer for a build seen before: raise its failure, or put its object in place and
         return as the compiler did; None when it was never seen (or cannot be put in place)."""
         failure = _in_memo(FAILED_COMPILES, key)
@@ -186,7 +186,6 @@ class _RememberingSubprocess:
             with open(failure, "rb") as remembered:
                 returncode, output = remembered.read().split(b"\n", 1)
             raise self._real.CalledProcessError(int(returncode), cmd, output=output)
-        built = _object_output(cmd)
         kept = _in_memo(BUILT_OBJECTS, key)
         if built is None or not os.path.isfile(kept):
             return None
@@ -207,7 +206,7 @@ class _RememberingSubprocess:
 
 def _object_output(cmd):
     """The object file a compile-only build (`-c ... -o X.o`) writes; None for any other build."""
-    if "-c" not in cmd or cmd.count("-o") != 1:
+    if not isinstance(cmd, list) or "-c" not in cmd or cmd.count("-o") != 1:
         return None
     at = cmd.index("-o") + 1
     target = cmd[at] if at < len(cmd) else ""
