@@ -69,6 +69,22 @@ def test_a_recompile_on_a_changed_requires_grad_is_expected_not_a_static_module_
     assert decide(failure_text=dump, layer="dynamo").kind == "bug"  # nothing recompiled: no explanation
 
 
+def test_one_tensor_passed_for_two_arguments_recompiles_as_designed():
+    """Dynamo guards that distinct tensor inputs stay distinct (fresh_issues_7's pair scorer
+    scores a batch against itself); the user blamed nn.MultiheadAttention's `query is key`."""
+    reason = ("torch._dynamo.exc.RecompileError: Recompiling function forward in /sandbox/repro.py:43\n"
+              "    triggered by the following guard failure(s):\n"
+              '    - 0/0: Duplicate tensors found: ["a_ids", "b_ids"]\n')
+    found = decide(failure_text=reason, layer="dynamo")
+    assert (found.kind, found.rule) == ("limitation", "input_aliasing_recompile"), found
+    assert "clone()" in found.reason and not found.wants_regression_test
+    older = reason.replace("Duplicate tensors found: [\"a_ids\", \"b_ids\"]",
+                           "Duplicate tensor found where not expected! L['b_ids'] should not alias to anything, but is aliased")
+    assert decide(failure_text=older, layer="dynamo").rule == "input_aliasing_recompile"
+    # the words outside a failed guard's reason (a user's own log line) explain nothing
+    assert decide(failure_text="Duplicate tensors found in the batch\n", layer="dynamo").kind == "bug"
+
+
 # torch 2.13: a Python loop over a dimension marked with mark_dynamic (fresh_issues_3's recommender)
 MARKED_SPECIALIZED = """torch.fx.experimental.symbolic_shapes.ConstraintViolationError: Constraints violated (L['sessions'].size()[1])! \
 For more information, run with TORCH_LOGS="+dynamic".
