@@ -12,7 +12,8 @@ The order of trust, each step measured on held-out real reports (scripts/train_t
    features and which weak rules fired.
 3. `not_pt2` needs positive evidence. A report whose code calls the compiler, or whose error runs
    through it, is never `not_pt2` unless the reporter says eager fails too; a report whose reporter
-   says the compiler is not in use, with nothing in it to contradict that, is always `not_pt2`. Any other report can be
+   says the compiler is not in use, with nothing in it to contradict that, or that shows a tool the
+   compiler needs missing (LABELING.md tie-break 7), is always `not_pt2`. Any other report can be
    `not_pt2`, but with more than `MENTIONED_NOT_PT2_CAP` only when something says so positively:
    the reporter did not use the compiler or says eager fails too, the code uses TorchScript, FX
    tracing or the legacy ONNX exporter, or the text never speaks of compiling at all.
@@ -25,6 +26,7 @@ fitted in training the verdict is `unsure` and names its top alternatives.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Mapping
 
@@ -70,6 +72,14 @@ class Evidence:
         one right verdict wrong and fixed none.)"""
         return self.features.says_compiler_not_used and not self.calls_pt2
 
+    @property
+    def toolchain_missing(self) -> bool:
+        """The report shows a tool or header the compiler needs missing (no C++ compiler, Triton not
+        installed, `omp.h` not found): an install problem whichever stage reported it (LABELING.md
+        tie-break 7), though its error runs through the compiler. The final error often does not
+        say so (a `CalledProcessError` after the compiler's own "fatal error" line)."""
+        return self.features.has("prose:toolchain_missing")
+
     def eager_error_shown(self, not_pt2: str) -> bool:
         """The reporter says it fails without the compiler too, and the error shown bears it out:
         a `not_pt2` rule read its traceback, whose frames never enter the compiler. Either alone
@@ -112,12 +122,14 @@ def decide(evidence: Evidence, learned: LearnedParts | None, ruleset: Ruleset) -
 def candidates(evidence: Evidence, not_pt2: str) -> dict[str, float]:
     """The model's distribution over the categories the evidence leaves open: code or an error that
     runs through the compiler rules out `not_pt2` unless the reporter says eager fails too, and
-    the reporter's own word that the compiler is not in use rules out every PT2 category."""
+    the reporter's own word that the compiler is not in use, or a missing toolchain, rules out
+    every PT2 category (a decisive rule on the final error has already had its say)."""
     probabilities = dict(evidence.probabilities)
+    if (evidence.says_not_pt2 or evidence.eager_error_shown(not_pt2) or evidence.toolchain_missing) \
+            and not_pt2 in probabilities:
+        return {not_pt2: probabilities[not_pt2]}
     if evidence.calls_pt2 and not evidence.features.says_eager_fails_too:
         probabilities.pop(not_pt2, None)
-    elif (evidence.says_not_pt2 or evidence.eager_error_shown(not_pt2)) and not_pt2 in probabilities:
-        probabilities = {not_pt2: probabilities[not_pt2]}
     return probabilities
 
 
@@ -143,7 +155,7 @@ def _verdict(evidence: Evidence, category: str, confidence: float, decided_by: s
     return replace(
         base,
         category=category,
-        confidence=round(confidence, 2),
+        confidence=shown(confidence),
         signature=_with_category(base.signature, category),
         rule=base.rule if decided_by == "rule" else None,
         runner_up=runner_up,
@@ -153,6 +165,12 @@ def _verdict(evidence: Evidence, category: str, confidence: float, decided_by: s
         features=tuple(sorted(evidence.features.names)),
         is_pt2=is_pt2,
     )
+
+
+def shown(probability: float) -> float:
+    """A calibrated probability as the verdict states it: two places, never above what was measured.
+    Rounding to nearest read a measured 0.897 as 0.90, over the line where a verdict counts as sure."""
+    return math.floor(probability * 100 + 1e-9) / 100
 
 
 def _with_category(signature: str, category: str) -> str:

@@ -231,6 +231,25 @@ def test_eager_fails_too_with_an_eager_traceback_is_not_pt2(classifier):
     assert not classifier.report_evidence(through_dynamo.encode()).eager_error_shown("not_pt2")
 
 
+MISSING_HEADER_BUILD = (
+    "# torch.compile fails on my Mac\n\n```python\nmodel = torch.compile(model)\nout = model(x)\n```\n"
+    "In file included from /tmp/torchinductor_me/ab/cabc.cpp:2:\n"
+    "/tmp/torchinductor_me/xy/cxy.h:8:10: fatal error: 'omp.h' file not found\n#include <omp.h>\n"
+    + _traceback(USER, SITE + "torch/_inductor/codecache.py", SITE + "subprocess.py",
+                 error="subprocess.CalledProcessError: Command '['g++', 'cabc.cpp']' returned non-zero exit status 1."))
+
+
+def test_a_missing_toolchain_is_an_install_problem_though_the_compiler_ran(classifier):
+    """LABELING.md tie-break 7: the C++ compiler Inductor calls cannot find `omp.h`, so the error runs
+    through Inductor and the code calls torch.compile, yet it is an install problem. The final error
+    (a CalledProcessError) does not say so; the compiler's own line before it does."""
+    evidence = classifier.report_evidence(MISSING_HEADER_BUILD.encode())
+    assert evidence.calls_pt2 and evidence.toolchain_missing
+    assert classifier.classify_text(MISSING_HEADER_BUILD).category == "not_pt2"
+    present = MISSING_HEADER_BUILD.replace("fatal error: 'omp.h' file not found", "error: 'tmp3' was not declared in this scope")
+    assert classifier.classify_text(present).category != "not_pt2"  # the tool ran and failed on the generated code
+
+
 def test_a_comparison_with_eager_is_not_a_statement_that_the_compiler_is_unused(classifier):
     features = classifier.report_evidence(b"# Wrong output\n\nIt works fine when I did not use torch.compile.\n").features
     assert not features.says_compiler_not_used
