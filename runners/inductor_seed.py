@@ -46,6 +46,7 @@ MAX_SEED_BYTES = 16 << 20
 
 _lock = threading.Lock()
 _known: dict[str, dict[str, bytes]] = {}  # key -> {relative path: content}; {} when the build failed
+_building: set[str] = set()  # keys whose build a run that would not wait started in the background
 
 
 def store_root() -> Path:
@@ -67,14 +68,37 @@ def seed_key(python: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
-def seed_files(python: str = sys.executable) -> dict[str, bytes]:
+def seed_files(python: str = sys.executable, wait: bool = True) -> dict[str, bytes]:
     """{path relative to Inductor's cache dir: content} of the prebuilt test libraries for `python`,
-    building them first if this machine has none yet; {} if they cannot be built."""
+    building them first if this machine has none yet; {} if they cannot be built.
+
+    `wait=False` (a GPU run: its kernels are Triton's, and a CPU kernel among them is rare) does not
+    wait for a first build: it starts one in the background for the runs after it and gets {} now.
+    On a fresh H200 host that build held the first GPU triage about 40 s before its first run."""
     key = seed_key(python)
     with _lock:
         if key not in _known:
-            _known[key] = _load_or_build(python, store_root() / key)
+            target = store_root() / key
+            if not wait and not target.is_dir():
+                _build_in_background(python, key, target)
+                return {}
+            _known[key] = _load_or_build(python, target)
         return _known[key]
+
+
+def _build_in_background(python: str, key: str, target: Path) -> None:
+    """Build the store for `key` in a daemon thread, once per process (callers hold `_lock`). A
+    caller that waits meanwhile blocks on the store's file lock until it is done, then reads it."""
+    if key in _building:
+        return
+    _building.add(key)
+
+    def build() -> None:
+        files = _load_or_build(python, target)
+        with _lock:
+            _known.setdefault(key, files)
+
+    threading.Thread(target=build, name=f"inductor-seed-{key}", daemon=True).start()
 
 
 def seed_dir(python: str = sys.executable) -> Path | None:

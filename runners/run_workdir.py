@@ -81,8 +81,8 @@ def prepare_job_cache(cache: Path, owner: tuple[int, int] | None) -> None:
 def plant_isa_probes(spec: RunSpec, workdir: Path, owner: tuple[int, int] | None) -> None:
     """Copy the prebuilt ISA test libraries into the run's Inductor cache (runners/inductor_seed.py):
     a fresh interpreter asks Inductor's ISA questions again, and its first CPU kernel then need not
-    wait for g++ to build them."""
-    files = inductor_seed.seed_files(spec.python)
+    wait for g++ to build them. A GPU run does not wait for the first build (inductor_seed)."""
+    files = inductor_seed.seed_files(spec.python, wait=not spec.gpu)
     if not files:
         return
     fd = safefs.open_dir(spec.cache_dir or workdir)

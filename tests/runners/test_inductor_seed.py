@@ -59,6 +59,20 @@ def test_an_interpreter_that_cannot_build_them_gives_no_seed_and_no_store(store,
     assert not [p for p in store.glob("*") if p.is_dir() and not p.name.startswith(".")]
 
 
+def test_a_run_that_will_not_wait_starts_the_build_and_a_run_that_waits_gets_it(store, tmp_path, monkeypatch):
+    """A GPU run takes no seed rather than wait for the first build (about 40 s on a fresh H200
+    host); the build goes on in the background, and the next run that waits gets its libraries."""
+    monkeypatch.setattr(inductor_seed, "_building", set())
+    slow = tmp_path / "bin" / "python"
+    slow.parent.mkdir()
+    slow.write_text('#!/bin/sh\nsleep 1\nmkdir -p "$TORCHINDUCTOR_CACHE_DIR/ab"\n'
+                    'printf lib > "$TORCHINDUCTOR_CACHE_DIR/ab/cx.so"\n')
+    slow.chmod(0o755)
+    assert inductor_seed.seed_files(str(slow), wait=False) == {}
+    assert inductor_seed.seed_files(str(slow)) == {"ab/cx.so": b"lib"}  # blocks on the store's lock until built
+    assert inductor_seed.seed_files(str(slow), wait=False) == {"ab/cx.so": b"lib"}
+
+
 def test_planting_never_writes_through_a_link(store, tmp_path):
     from runners import safefs
     outside = tmp_path / "outside"
