@@ -18,7 +18,7 @@ DISPOSITIONS = ("bug", "limitation", "user_error", "needs_info")
 STATES = ("reproduced", "not_run", "not_reproduced")
 WORKAROUNDS = ("hints", "torch_cond", "capture_scalar_outputs", "allow_unspec_int_on_nn_module", "maybe_mark_dynamic",
                "fallback_random", "hook_guards")
-CONDITIONS = ("state", "layer", "message", "no_script", "code", "verified")
+CONDITIONS = ("state", "layer", "message", "no_script", "code", "traced", "verified")
 # torch's hints: a `Hint:` line, or a guard's `(HINT: ...)` sentence after its recompile reason (the
 # guard dump's `(HINT: type ReLU)` annotations are not advice)
 HINT = re.compile(r"^\s*Hint:\s*(.+)$|\(HINT:\s*([^()\n]{40,}(?:\([^()\n]*\)[^()\n]*)*)\)", re.M)
@@ -36,6 +36,7 @@ class DispositionRule:
     workaround: tuple[str, ...] = ()
     code: re.Pattern | None = None  # over the script that ran
     verified: tuple[str, ...] = ()  # workaround kinds a run must have seen work (Facts.verified)
+    traced: re.Pattern | None = None  # over the part of that script PT2 traces (Facts.traced)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Facts:
     reason_text: str | None = None  # why it did not run or reproduce
     ladder_note: str | None = None  # the ladder's sentence
     script: str = ""  # the script that ran (the minimized repro where there is one)
+    traced: str | None = None  # the part of it PT2 traces (runners/reduce/shape.traced_source); None: all of it
     verified: tuple[str, ...] = ()  # workaround kinds whose rewrite of the script ran clean
 
 
@@ -86,7 +88,7 @@ def parse_dispositions(doc: Any, categories: Mapping, where: str) -> Disposition
     rules = tuple(_rule(raw, f"{where}: rules[{i}]") for i, raw in enumerate(doc["rules"]))
     last = rules[-1] if rules else None
     require(last is not None and not last.states and not last.layers and last.message is None and last.code is None
-            and last.no_script is None and not last.verified, where, "the last rule must have an empty `when` (the default)")
+            and last.traced is None and last.no_script is None and not last.verified, where, "the last rule must have an empty `when` (the default)")
     return DispositionTable(dict(doc["dispositions"]), rules)
 
 
@@ -103,7 +105,7 @@ def _rule(raw: Any, where: str) -> DispositionRule:
     require(set(verified) <= set(WORKAROUNDS) - {"hints"}, where, "`verified` names workaround kinds")
     return DispositionRule(raw["id"], raw["disposition"], raw["reason"], tuple(when.get("state", ())),
                            tuple(when.get("layer", ())), _regex(when, "message", where), when.get("no_script"), workaround,
-                           _regex(when, "code", where), verified)
+                           _regex(when, "code", where), verified, _regex(when, "traced", where))
 
 
 def _regex(when: dict, key: str, where: str) -> re.Pattern | None:
@@ -122,7 +124,8 @@ def holds_but_verified(rule: DispositionRule, facts: Facts) -> bool:
             and (not rule.layers or facts.layer in rule.layers)
             and (rule.message is None or bool(rule.message.search(facts.failure_text)))
             and (rule.no_script is None or rule.no_script == (not facts.has_script))
-            and (rule.code is None or bool(rule.code.search(facts.script))))
+            and (rule.code is None or bool(rule.code.search(facts.script)))
+            and (rule.traced is None or bool(rule.traced.search(facts.script if facts.traced is None else facts.traced))))
 
 
 def explanations(table: DispositionTable, failure_text: str) -> frozenset[str]:

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from runners.reduce.shape import traced_source
 from runners.sandbox import RunSpec
 
 from bot.core import disposition as disposition_rules
@@ -206,7 +207,7 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
     return disposition_rules.Facts(state=state, has_script=script is not None, failure_text=text,
                                    layer=ladder.layer if ladder else None, eager_error=off.exception if off else None,
                                    reason_text=reason, ladder_note=ladder.sentence if ladder and ladder.layer else None,
-                                   script=ran or script or "")
+                                   script=ran or script or "", traced=traced_source(ran or script) if ran or script else None)
 
 
 REWRITES = {

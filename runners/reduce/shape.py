@@ -205,6 +205,33 @@ def _compiled_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[as
     return list(seen.values())
 
 
+def traced_source(source: str) -> str:
+    """The part of a script PT2 traces, as far as the file shows it: the functions compiled or
+    exported and those they call by name, each module class handed to it whole (its `__init__`
+    builds the submodules its `forward` runs: `self.drop = nn.Dropout(p)`). The whole script when
+    an entry point is handed something the file does not define (a library's model) or it does not
+    parse: then any of it may run traced. Inputs made outside (`f(torch.randn(8))`) are not in it."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return source
+    bindings = _bindings(tree)
+    functions, classes = _definitions(tree)
+    targets = [strip_methods(target) for target in _entry_targets(tree, bindings)]
+    decorators = {id(node) for function in functions.values() for decorator in function.decorator_list
+                  for node in ast.walk(decorator)}
+    handed_later = any(isinstance(call, ast.Call) and _torch_attribute(call.func) in ENTRY_POINTS and not call.args
+                       and id(call) not in decorators for call in ast.walk(tree))  # torch.compile(backend=...)(f)
+    if handed_later or (not targets and not _decorated(functions)) \
+            or not all(_traced_by(target, functions, classes) for target in targets):
+        return source
+    owners = {id(member): cls for cls in classes.values() for member in cls.body}
+    parts = {id(owners.get(id(function), function)): owners.get(id(function), function)
+             for function in _compiled_functions(tree, bindings)}
+    return "\n\n".join(ast.get_source_segment(source, node) or "" for node in
+                        sorted(parts.values(), key=lambda node: node.lineno))
+
+
 def _entry_functions(tree: ast.AST, bindings: dict[str, ast.expr]) -> list[ast.FunctionDef]:
     """The functions the entry point is handed, which receive the inputs: a function decorated with
     or passed to `torch.compile`, or the `forward` of the module compiled or exported (`Net().eval()`

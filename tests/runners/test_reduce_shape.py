@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+
 from runners.reduce import Reducer, reduce_source
-from runners.reduce.shape import shape_of
+from runners.reduce.shape import shape_of, traced_source
 from tests.paths import REPROS
 
 LARGE = REPROS / "large"
@@ -371,3 +373,43 @@ Predictor()(torch.ones(2))
     assert shape(predictor.replace("return torch.randn(2)", "return tokens * 2")).input_read
     two_classes = predictor + "class Other:\n    def _predict_impl(self, x):\n        return x\n"
     assert shape(two_classes).input_read  # which one is meant is unknown: taken to read it
+
+
+MODULE_WITH_DROPOUT = '''import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return scaled(self.drop(x))
+
+
+def scaled(y):
+    return y * 2
+
+
+def make_batch():
+    return torch.randn(4, 8)
+
+
+out = torch.compile(Net())(make_batch())
+'''
+
+
+def test_the_traced_source_is_the_compiled_module_whole_and_what_it_calls_not_how_inputs_are_made():
+    traced = traced_source(MODULE_WITH_DROPOUT)
+    assert "nn.Dropout(0.1)" in traced and "def scaled" in traced  # __init__ builds what forward runs
+    assert "torch.randn" not in traced and "make_batch" not in traced
+
+
+@pytest.mark.parametrize("opaque", [
+    "import torch, torchvision\nm = torchvision.models.resnet18()\ntorch.compile(m)(torch.randn(1, 3, 8, 8))\n",
+    "import torch\ndef f(x):\n    return x + torch.rand_like(x)\ntorch.compile(backend='eager')(f)(torch.ones(2))\n",
+    "import torch\ndef f(x:\n",
+])
+def test_the_traced_source_is_the_whole_script_when_the_file_does_not_show_what_is_traced(opaque):
+    assert traced_source(opaque) == opaque

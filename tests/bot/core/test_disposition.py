@@ -5,6 +5,7 @@ from bot.core import disposition
 from bot.core.disposition import Facts
 from bot.core.ruleset import load_ruleset
 from bot.core.tables import RulesError
+from runners.reduce.shape import traced_source
 from tests import paths
 
 TABLE = load_ruleset().dispositions
@@ -177,6 +178,20 @@ def test_random_numbers_in_an_inductor_mismatch_are_a_limitation_only_once_eager
     assert (verified.kind, verified.rule, verified.workarounds) == ("limitation", "inductor_random_numbers", ("fallback_random",))
     for other in ({"script": RANDOM_SCRIPT.replace("torch.randn_like(x)", "x.sin()")}, {"layer": "aot_autograd"}):
         assert disposition.to_verify(TABLE, Facts(**{**facts.__dict__, **other})) == (), other
+
+
+def test_random_inputs_made_outside_the_compiled_code_ask_for_no_run():
+    """Most repros make their inputs with torch.randn: only random numbers drawn in the traced code
+    can differ from eager's (a GPU triage spent 10 s checking the switch on an injected bug whose
+    only randn made its input)."""
+    script = ("import torch\n\ndef f(x):\n    return torch.relu(x) + 1\n\n"
+              "x = torch.randn(8)\ntorch.testing.assert_close(torch.compile(f)(x), f(x))\n")
+    facts = Facts(state="reproduced", has_script=True, failure_text="AssertionError: Tensor-likes are not close!",
+                  layer="inductor", script=script, traced=traced_source(script))
+    assert disposition.to_verify(TABLE, facts) == ()
+    noisy = script.replace("torch.relu(x) + 1", "torch.relu(x) + torch.rand_like(x)")
+    assert disposition.to_verify(TABLE, Facts(**{**facts.__dict__, "script": noisy, "traced": traced_source(noisy)})) \
+        == ("fallback_random",)
 
 
 def test_a_rule_with_a_verified_condition_or_a_code_regex_is_checked_when_loaded():
