@@ -89,16 +89,35 @@ def _inert(statement: ast.stmt) -> bool:
     return isinstance(value, ast.Name) or isinstance(value, ast.Constant) and value.value is not Ellipsis
 
 
+# builtins whose result is empty when their (first) argument is: `enumerate([])`, `list(())`
+EMPTY_WHEN_ARGUMENT_IS = frozenset({"enumerate", "reversed", "iter", "list", "tuple", "sorted", "set"})
+
+
 def _never_loops(loop: ast.For | ast.While) -> bool:
-    """A `for` over an empty literal (`[]`, `()`, `{}`, `""`), or a `while` on a false constant."""
+    """A `for` over something empty, or a `while` on a false constant."""
     if isinstance(loop, ast.While):
         return isinstance(loop.test, ast.Constant) and not loop.test.value
-    walked = loop.iter
+    return _empty(loop.iter)
+
+
+def _empty(walked: ast.expr) -> bool:
+    """An empty literal (`[]`, `()`, `{}`, `""`), `zip()` or a `zip` of something empty (fresh_issues_8's
+    `for block, in zip():` once the search emptied the blocks), `range(0)`, or a builtin that
+    passes an empty argument on (`enumerate([])`)."""
     if isinstance(walked, (ast.List, ast.Tuple, ast.Set)):
         return not walked.elts
     if isinstance(walked, ast.Dict):
         return not walked.keys
-    return isinstance(walked, ast.Constant) and walked.value in ("", b"")
+    if isinstance(walked, ast.Constant):
+        return walked.value in ("", b"")
+    if not (isinstance(walked, ast.Call) and isinstance(walked.func, ast.Name) and not walked.keywords):
+        return False
+    name, args = walked.func.id, walked.args
+    if name == "zip":
+        return not args or any(_empty(arg) for arg in args if not isinstance(arg, ast.Starred))
+    if name == "range":
+        return len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value == 0
+    return name in EMPTY_WHEN_ARGUMENT_IS and len(args) == 1 and _empty(args[0])
 
 
 def _bare_init(statement: ast.stmt) -> bool:

@@ -168,10 +168,23 @@ def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> frozense
     """The slots of `torch.export.export`'s example inputs that are not plain constants: export's
     examples are tensors in practice, so one the rule cannot follow (`feats` from a data helper)
     counts as a tensor. Else a candidate exported with `(1,)` kept the failure of a buffer's save
-    (fresh_issues_5) and passed as a repro whose input had become an int."""
+    (fresh_issues_5) and passed as a repro whose input had become an int. A call of the file's own
+    function that returns nothing is None, not a tensor: fresh_issues_8's quantized export kept
+    its failure exported with `(tokenize(),)` once `tokenize`'s body had become `pass`."""
+    functions, _ = _definitions(tree)
     return frozenset(slot for call in ast.walk(tree) if isinstance(call, ast.Call) and _torch_attribute(call.func) == "export"
                      for slot, item in enumerate(item for arg in _compiled_inputs(call, set()) for item in _unpacked(arg, bindings))
-                     if not isinstance(_resolved(item, bindings), ast.Constant) and not _is_number(item, bindings))
+                     if not isinstance(_resolved(item, bindings), ast.Constant) and not _is_number(item, bindings)
+                     and not _returns_none(_resolved(item, bindings), functions))
+
+
+def _returns_none(node: ast.expr, functions: dict[str, ast.FunctionDef]) -> bool:
+    """A call of a function of the file that never returns a value (no `return x`, no `yield`)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
+        return False
+    return not any(isinstance(n, (ast.Yield, ast.YieldFrom)) or (isinstance(n, ast.Return) and n.value is not None
+                   and not (isinstance(n.value, ast.Constant) and n.value.value is None))
+                   for n in ast.walk(functions[node.func.id]))
 
 
 def _unpacked(arg: ast.expr, bindings: dict[str, ast.expr]) -> list[ast.expr]:

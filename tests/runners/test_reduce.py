@@ -498,11 +498,20 @@ def test_loops_whose_body_never_runs_are_dead():
         "    pass\n"
         "else:\n"
         "    embed(torch.ones(1))\n"
-        "for query in range(0):\n"
-        "    embed(torch.ones(2))\n")
+        "for query in range(n):\n"
+        "    embed(torch.ones(2))\n"
+        "for block, in zip():\n"
+        "    embed(torch.ones(3))\n"
+        "for i, block in enumerate(zip([], blocks)):\n"
+        "    embed(torch.ones(4))\n"
+        "for i in range(0):\n"
+        "    embed(torch.ones(5))\n"
+        "for block in zip(blocks):\n"
+        "    embed(torch.ones(6))\n")
     cleaned = without_dead_code(source)
     assert "in []" not in cleaned and "while" not in cleaned
-    assert "in ()" in cleaned and "range(0)" in cleaned
+    assert "zip()" not in cleaned and "enumerate" not in cleaned and "range(0)" not in cleaned
+    assert "in ()" in cleaned and "range(n)" in cleaned and "zip(blocks)" in cleaned
     assert without_dead_code(cleaned) == cleaned
 
 

@@ -413,3 +413,23 @@ def test_the_traced_source_is_the_compiled_module_whole_and_what_it_calls_not_ho
 ])
 def test_the_traced_source_is_the_whole_script_when_the_file_does_not_show_what_is_traced(opaque):
     assert traced_source(opaque) == opaque
+
+
+EXPORTED_FROM_A_HELPER = '''import torch
+
+
+def tokenize(texts):
+    return torch.tensor([[len(t)] for t in texts])
+
+
+torch.export.export(torch.nn.Linear(1, 1), (tokenize(["a b"]),))
+'''
+
+
+def test_an_example_made_by_a_helper_stays_a_tensor_and_a_helper_emptied_to_pass_gives_none():
+    original = shape_of(ast.parse(EXPORTED_FROM_A_HELPER))
+    assert original.tensor_input
+    emptied = EXPORTED_FROM_A_HELPER.replace("    return torch.tensor([[len(t)] for t in texts])", "    pass")
+    assert not original.kept_by(shape_of(ast.parse(emptied)))
+    opaque = EXPORTED_FROM_A_HELPER.replace("    return torch.tensor([[len(t)] for t in texts])", "    return load(texts)")
+    assert original.kept_by(shape_of(ast.parse(opaque)))  # what the helper returns is unknown: it counts as a tensor
