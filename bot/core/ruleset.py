@@ -79,11 +79,23 @@ class Category:
 
     def keeps_cause(self, original_output: str, candidate_output: str) -> bool:
         """Whether a candidate's run still shows the cause the original's showed: a repro that sets
-        `recompile_limit = 0` fails the same way at its first compile, with no guard ever failing."""
+        `recompile_limit = 0` fails the same way at its first compile, with no guard ever failing.
+        Where the regex captures what kind of cause it is, the candidate's must show every kind the
+        original's did: a recompile on a stride-0 `expand` is not one on a size that went 1 -> 0."""
         if self.minimize_keeps is None:
             return True
         cause = re2.compile(self.minimize_keeps)
-        return not cause.search(original_output) or bool(cause.search(candidate_output))
+        if not cause.search(original_output):
+            return True
+        return bool(cause.search(candidate_output)) and \
+            _cause_kinds(cause, original_output) <= _cause_kinds(cause, candidate_output)
+
+
+def _cause_kinds(cause, output: str) -> set[str]:
+    """What the regex's first group captured across the output (none without a group)."""
+    if cause.groups < 1:
+        return set()
+    return {match.group(1) for match in cause.finditer(output) if match.group(1)}
 
 
 @dataclass(frozen=True)

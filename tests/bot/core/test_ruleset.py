@@ -130,3 +130,16 @@ def test_every_table_is_read_once_and_checked_against_the_categories(tmp_path):
         ruleset.regression_plans
     with pytest.raises(RulesError, match="regression.yaml: bogus_category"):
         load_ruleset(tmp_path, check_all=True)
+
+
+def test_a_minimized_recompile_keeps_the_kind_of_tensor_guard_that_failed(ruleset):
+    """fresh_issues_8's reranker recompiled on a stride-0 `expand`; a candidate that recompiled on a
+    size going 1 -> 0 raised the same RecompileError for another reason."""
+    recompilation = ruleset.categories["recompilation"]
+    failed = ("torch._dynamo.exc.RecompileError: Recompiling function forward in /sandbox/repro.py:33\n"
+              "    triggered by the following guard failure(s):\n    - 0/0: tensor 'q_ids' {} at index 0. expected 12, actual 0\n")
+    stride, size = failed.format("stride mismatch"), failed.format("size mismatch")
+    assert recompilation.keeps_cause(stride, stride.replace("q_ids", "x"))
+    assert not recompilation.keeps_cause(stride, size)
+    value_guard = size.replace("tensor 'q_ids' size mismatch at index 0. expected 12, actual 0", "L['self'].n == 3")
+    assert recompilation.keeps_cause(value_guard, size)  # a guard of no named kind: only that one failed is kept
