@@ -70,6 +70,21 @@ def test_a_recompile_on_a_changed_requires_grad_is_expected_not_a_static_module_
     assert decide(failure_text=dump, layer="dynamo").kind == "bug"  # nothing recompiled: no explanation
 
 
+@pytest.mark.parametrize("guard", ["tensor 'q_ids' stride mismatch at index 0. expected 12, actual 0",
+                                   "tensor 'x' size mismatch at index 0. expected 6, actual 7"])
+def test_one_recompile_on_another_layout_is_expected(guard):
+    """Dynamo guards sizes and strides (fresh_issues_8's reranker served `q.expand(6, -1)`, stride 0,
+    after warming up on a contiguous batch): under error_on_recompile that one recompile fails."""
+    reason = ("torch._dynamo.exc.RecompileError: Recompiling function forward in /sandbox/repro.py:33\n"
+              f"    triggered by the following guard failure(s):\n    - 0/0: {guard}\n")
+    found = decide(failure_text=reason, layer="dynamo")
+    assert (found.kind, found.rule) == ("limitation", "layout_recompile"), found
+    assert ".contiguous()" in found.reason and not found.wants_regression_test
+    limit = ("torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True.\n"
+             f"   last reason: 0/7: {guard}\n")
+    assert decide(failure_text=limit, layer="dynamo").kind == "bug"  # automatic dynamic should have stopped it
+
+
 def test_one_tensor_passed_for_two_arguments_recompiles_as_designed():
     """Dynamo guards that distinct tensor inputs stay distinct (fresh_issues_7's pair scorer
     scores a batch against itself); the user blamed nn.MultiheadAttention's `query is key`."""
