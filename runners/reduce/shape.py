@@ -174,8 +174,21 @@ def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> frozense
     functions, _ = _definitions(tree)
     return frozenset(slot for call in ast.walk(tree) if isinstance(call, ast.Call) and _torch_attribute(call.func) == "export"
                      for slot, item in enumerate(item for arg in _compiled_inputs(call, set()) for item in _unpacked(arg, bindings))
-                     if not isinstance(_resolved(item, bindings), ast.Constant) and not _is_number(item, bindings)
-                     and not _returns_none(_resolved(item, bindings), functions))
+                     if _may_be_tensor(item, bindings, functions))
+
+
+def _may_be_tensor(item: ast.expr, bindings: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],
+                   depth: int = 0) -> bool:
+    """Whether an example input may hold a tensor: not a constant, a number, a helper's None, or a
+    container of none of them (the same export then kept its failure exported with `([],)`)."""
+    node = _resolved(item, bindings)
+    if depth > MAX_FOLLOW or isinstance(node, ast.Constant) or _is_number(node, bindings) or _returns_none(node, functions):
+        return False
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return any(_may_be_tensor(element, bindings, functions, depth + 1) for element in node.elts)
+    if isinstance(node, ast.Dict):
+        return any(_may_be_tensor(value, bindings, functions, depth + 1) for value in node.values)
+    return True
 
 
 def _returns_none(node: ast.expr, functions: dict[str, ast.FunctionDef]) -> bool:

@@ -426,10 +426,14 @@ torch.export.export(torch.nn.Linear(1, 1), (tokenize(["a b"]),))
 '''
 
 
-def test_an_example_made_by_a_helper_stays_a_tensor_and_a_helper_emptied_to_pass_gives_none():
+def test_an_exported_example_stays_a_tensor_not_a_helper_emptied_to_pass_or_an_empty_list():
     original = shape_of(ast.parse(EXPORTED_FROM_A_HELPER))
     assert original.tensor_input
     emptied = EXPORTED_FROM_A_HELPER.replace("    return torch.tensor([[len(t)] for t in texts])", "    pass")
     assert not original.kept_by(shape_of(ast.parse(emptied)))
+    for empty in ("[]", "()", "{}", "[None, 1]"):
+        assert not original.kept_by(shape_of(ast.parse(EXPORTED_FROM_A_HELPER.replace('tokenize(["a b"])', empty)))), empty
+    listed = EXPORTED_FROM_A_HELPER.replace('tokenize(["a b"])', '[tokenize(["a b"])]')
+    assert original.kept_by(shape_of(ast.parse(listed)))  # a list of tensors is an example of tensors
     opaque = EXPORTED_FROM_A_HELPER.replace("    return torch.tensor([[len(t)] for t in texts])", "    return load(texts)")
     assert original.kept_by(shape_of(ast.parse(opaque)))  # what the helper returns is unknown: it counts as a tensor
