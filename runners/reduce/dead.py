@@ -91,6 +91,9 @@ def _inert(statement: ast.stmt) -> bool:
 
 # builtins whose result is empty when their (first) argument is: `enumerate([])`, `list(())`
 EMPTY_WHEN_ARGUMENT_IS = frozenset({"enumerate", "reversed", "iter", "list", "tuple", "sorted", "set"})
+# containers that are empty when made with no arguments: `list()`, `nn.ModuleList()`
+EMPTY_WITHOUT_ARGUMENTS = frozenset({"list", "tuple", "dict", "set", "frozenset", "str", "bytes", "ModuleList",
+                                     "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
 
 
 def never_loops(loop: ast.For | ast.While) -> bool:
@@ -101,8 +104,9 @@ def never_loops(loop: ast.For | ast.While) -> bool:
 
 
 def _empty(walked: ast.expr) -> bool:
-    """An empty literal (`[]`, `()`, `{}`, `""`), `zip()` or a `zip` of something empty (fresh_issues_8's
-    `for block, in zip():` once the search emptied the blocks), `range(0)`, or a builtin that
+    """An empty literal (`[]`, `()`, `{}`, `""`), a container made with no arguments (`list()`,
+    `nn.ModuleList()`), `zip()` or a `zip` of something empty (fresh_issues_8's `for block, in zip():`
+    once the search emptied the blocks, then `in nn.ModuleList():`), `range(0)`, or a builtin that
     passes an empty argument on (`enumerate([])`)."""
     if isinstance(walked, (ast.List, ast.Tuple, ast.Set)):
         return not walked.elts
@@ -110,9 +114,13 @@ def _empty(walked: ast.expr) -> bool:
         return not walked.keys
     if isinstance(walked, ast.Constant):
         return walked.value in ("", b"")
-    if not (isinstance(walked, ast.Call) and isinstance(walked.func, ast.Name) and not walked.keywords):
+    if not (isinstance(walked, ast.Call) and isinstance(walked.func, (ast.Name, ast.Attribute)) and not walked.keywords):
         return False
-    name, args = walked.func.id, walked.args
+    name, args = walked.func.id if isinstance(walked.func, ast.Name) else walked.func.attr, walked.args
+    if not args:
+        return name in EMPTY_WITHOUT_ARGUMENTS or name == "zip"
+    if isinstance(walked.func, ast.Attribute):
+        return False
     if name == "zip":
         return not args or any(_empty(arg) for arg in args if not isinstance(arg, ast.Starred))
     if name == "range":

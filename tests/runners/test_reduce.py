@@ -507,10 +507,15 @@ def test_loops_whose_body_never_runs_are_dead():
         "for i in range(0):\n"
         "    embed(torch.ones(5))\n"
         "for block in zip(blocks):\n"
-        "    embed(torch.ones(6))\n")
+        "    embed(torch.ones(6))\n"
+        "for block in torch.nn.ModuleList():\n"
+        "    embed(torch.ones(7))\n"
+        "for block in nn.ModuleList(blocks):\n"
+        "    embed(torch.ones(8))\n")
     cleaned = without_dead_code(source)
     assert "in []" not in cleaned and "while" not in cleaned
     assert "zip()" not in cleaned and "enumerate" not in cleaned and "range(0)" not in cleaned
+    assert "ModuleList()" not in cleaned and "nn.ModuleList(blocks)" in cleaned
     assert "in ()" in cleaned and "range(n)" in cleaned and "zip(blocks)" in cleaned
     assert without_dead_code(cleaned) == cleaned
 
