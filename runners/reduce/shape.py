@@ -108,13 +108,12 @@ def shape_of(tree: ast.AST) -> Shape:
     tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings)) | _exported_examples(tree, bindings)
     number_slots = frozenset(slot for slot, arg in inputs if _is_number(arg, bindings))
     entries = _entry_functions(tree, bindings)
-    empty = _empty_names(tree)
     return Shape(entry_points=frozenset(_entry_points(tree)),
                  tensor_input=bool(tensor_slots), number_input=bool(number_slots),
                  tensor_slots=tensor_slots, number_slots=number_slots,
                  input_branch=any(map(_branches_on_input, _compiled_functions(tree, bindings))),
                  # code the file does not define (`torch.compile(nn.Linear(2, 1))`) reads its input as far as we know
-                 input_read=not entries or any(_uses_input(entry, empty) for entry in entries),
+                 input_read=not entries or any(map(_uses_input, entries)),
                  zero_one_dynamic=any(size in (0, 1) for size in _dynamic_sizes(tree, bindings)))
 
 
@@ -413,24 +412,7 @@ def strip_methods(node: ast.expr) -> ast.expr:
     return node
 
 
-def _empty_names(tree: ast.AST) -> frozenset[str]:
-    """Names bound once to an empty container and read only as what a `for` walks (`heads =
-    nn.ModuleList()` then `for block in heads:`): nothing can fill them, so their loops never run."""
-    stores: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            stores.setdefault(node.id, []).append(node)
-    walked = {id(loop.iter) for loop in ast.walk(tree) if isinstance(loop, ast.For)}
-    loads_elsewhere = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                       and id(n) not in walked}
-    once = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
-            and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
-    return frozenset(name for name, value in once.items()
-                     if len(stores.get(name, ())) == 1 and name not in loads_elsewhere and never_loops(
-                         ast.For(target=ast.Name("_", ast.Store()), iter=value, body=[], orelse=[])))
-
-
-def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef, empty: frozenset[str] = frozenset()) -> bool:
+def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether the function computes with one of its inputs: an input (or a plain copy of one, `y = x`)
     read anywhere but in a statement that calls nothing (`images` or `tokens.reshape` alone on a line)
     or as the value of a plain copy (`unique_name_0 = images`, `x = x`): those name it and do nothing
@@ -447,11 +429,9 @@ def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef, empty: frozens
                 grew |= bool(new)
     # a statement that only names or looks up something (`images`, `tokens.reshape`) does nothing,
     # nor does one that only unpacks it into names nothing else reads (`b, t, d = x.shape`, then `d`),
-    # nor a loop that never runs (`for block, in zip(): x = block(x)`, fresh_issues_8's graph break;
-    # then `for block, in heads:` after `heads = nn.ModuleList()`: `empty`)
+    # nor a loop that never runs (`for block, in zip(): x = block(x)`, fresh_issues_8's graph break)
     vacuous = {id(node) for loop in ast.walk(function) if isinstance(loop, (ast.For, ast.While)) and not loop.orelse
-               and (never_loops(loop) or isinstance(loop, ast.For) and isinstance(loop.iter, ast.Name)
-                    and loop.iter.id in empty) for node in ast.walk(loop)}
+               and never_loops(loop) for node in ast.walk(loop)}
     idle: set[int] = set(vacuous)
     while True:
         loaded = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
