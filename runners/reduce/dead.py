@@ -82,7 +82,7 @@ def _inert(statement: ast.stmt) -> bool:
     body never runs: `for q in []:` once the search emptied what it walks (the AOTI report's
     serving loop ended as `for query in []: q = embed()`), `while False:`."""
     if isinstance(statement, (ast.For, ast.While)):
-        return not statement.orelse and never_loops(statement)
+        return not statement.orelse and _never_loops(statement)
     if not isinstance(statement, ast.Expr):
         return False
     value = statement.value
@@ -96,7 +96,7 @@ EMPTY_WITHOUT_ARGUMENTS = frozenset({"list", "tuple", "dict", "set", "frozenset"
                                      "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
 
 
-def never_loops(loop: ast.For | ast.While) -> bool:
+def _never_loops(loop: ast.For | ast.While) -> bool:
     """A `for` over something empty, or a `while` on a false constant."""
     if isinstance(loop, ast.While):
         return isinstance(loop.test, ast.Constant) and not loop.test.value

@@ -34,8 +34,6 @@ import ast
 import dataclasses
 from dataclasses import dataclass
 
-from runners.reduce.dead import never_loops
-
 ENTRY_POINTS = ("compile", "export")
 MAX_FOLLOW = 8  # names followed to their values, and method calls through them (`x = x.float()` is a cycle)
 # Calls that make tensors (torch.<name>(...)); methods on a tensor (`.to`, `.cuda`, ...) keep one.
@@ -428,16 +426,13 @@ def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                 inputs |= new
                 grew |= bool(new)
     # a statement that only names or looks up something (`images`, `tokens.reshape`) does nothing,
-    # nor does one that only unpacks it into names nothing else reads (`b, t, d = x.shape`, then `d`),
-    # nor a loop that never runs (`for block, in zip(): x = block(x)`, fresh_issues_8's graph break)
-    vacuous = {id(node) for loop in ast.walk(function) if isinstance(loop, (ast.For, ast.While)) and not loop.orelse
-               and never_loops(loop) for node in ast.walk(loop)}
-    idle: set[int] = set(vacuous)
+    # nor does one that only unpacks it into names nothing else reads (`b, t, d = x.shape`, then `d`)
+    idle: set[int] = set()
     while True:
         loaded = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                   and id(n) not in idle}
-        now = vacuous | {id(node) for statement in ast.walk(function) if _does_nothing(statement, loaded)
-                         for node in ast.walk(statement)}
+        now = {id(node) for statement in ast.walk(function) if _does_nothing(statement, loaded)
+               for node in ast.walk(statement)}
         if now == idle:
             break
         idle = now
