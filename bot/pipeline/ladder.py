@@ -204,10 +204,11 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
     off = ladder.rungs[0] if ladder and ladder.rungs else None  # the compiler-off rung: first, by the table's rule
     reason = (reproduction.reason_text if reproduction else None) or (
         "the issue has no runnable repro" if script is None else None)
+    read = ran or script or ""
     return disposition_rules.Facts(state=state, has_script=script is not None, failure_text=text,
                                    layer=ladder.layer if ladder else None, eager_error=off.exception if off else None,
                                    reason_text=reason, ladder_note=ladder.sentence if ladder and ladder.layer else None,
-                                   script=ran or script or "", traced=traced_source(ran or script) if ran or script else None)
+                                   script=read, traced=traced_source(read) if read else None)
 
 
 REWRITES = {

@@ -122,7 +122,7 @@ def _empty(walked: ast.expr) -> bool:
     if isinstance(walked.func, ast.Attribute):
         return False
     if name == "zip":
-        return not args or any(_empty(arg) for arg in args if not isinstance(arg, ast.Starred))
+        return any(_empty(arg) for arg in args if not isinstance(arg, ast.Starred))
     if name == "range":
         return len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value == 0
     return name in EMPTY_WHEN_ARGUMENT_IS and len(args) == 1 and _empty(args[0])

@@ -252,8 +252,8 @@ def traced_source(source: str) -> str:
             or not all(_traced_by(target, functions, classes) for target in targets):
         return source
     owners = {id(member): cls for cls in classes.values() for member in cls.body}
-    parts = {id(owners.get(id(function), function)): owners.get(id(function), function)
-             for function in _compiled_functions(tree, bindings)}
+    parts = {id(node): node for node in (owners.get(id(function), function)
+                                         for function in _compiled_functions(tree, bindings))}
     return "\n\n".join(ast.get_source_segment(source, node) or "" for node in
                         sorted(parts.values(), key=lambda node: node.lineno))
 
