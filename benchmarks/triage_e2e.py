@@ -6,7 +6,7 @@ tests), `fresh` (benchmarks/fresh_issues/: five more, written by a helper that n
 code, first run at 9f04be5; see that folder's README), `fresh2` (benchmarks/fresh_issues_2/: six more by
 another such helper, first run at 5d1a342), `fresh3` (benchmarks/fresh_issues_3/: six more, first
 run at 72b3b66), `fresh4` (benchmarks/fresh_issues_4/: six more, first run at the commit after the one that
-added them), `fresh5` to `fresh8` (benchmarks/fresh_issues_5/ to _8/: six more each, likewise) and `gpu`. Each issue runs through the real
+added them), `fresh5` to `fresh9` (benchmarks/fresh_issues_5/ to _9/: six more each, likewise) and `gpu`. Each issue runs through the real
 CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way the README's main
 command runs it, with the CLI's default total budget (`--budget-total`, 300 s) unless told
 otherwise. The baseline is the same pipeline with cold runs only (`--jobs 0`: every run a fresh
@@ -56,6 +56,7 @@ SETS = {"examples": issues_in(ROOT / "examples"),
         "fresh6": issues_in(ROOT / "benchmarks" / "fresh_issues_6"),
         "fresh7": issues_in(ROOT / "benchmarks" / "fresh_issues_7"),
         "fresh8": issues_in(ROOT / "benchmarks" / "fresh_issues_8"),
+        "fresh9": issues_in(ROOT / "benchmarks" / "fresh_issues_9"),
         "gpu": issues_in(ROOT / "benchmarks" / "gpu_issues")}
 TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 45.0
 
@@ -86,6 +87,7 @@ def triage(example: Path, jobs: int, budget: float, minifier: bool, total: float
                                 for name, runs in (report["minimized"].get("runs_by_pass") or {}).items()}
             if report["minimized"] else {},
             "minimize_progress": (report["minimized"] or {}).get("progress") or [],
+            "minimize_cut": (report["minimized"] or {}).get("runs_cut", 0),
             "stage_errors": report.get("stage_errors") or {}}
 
 
@@ -110,7 +112,8 @@ def print_table(rows: list[dict]) -> None:
         for stage, error in row.get("stage_errors", {}).items():  # a stage our own bug stopped
             print(" " * 32 + f"{stage} FAILED: {error}")
         if row.get("minimize_progress"):
-            print(" " * 32 + "minimize: " + near_final(row["minimize_progress"], row["stages"].get("minimize", 0.0)))
+            print(" " * 32 + "minimize: " + near_final(row["minimize_progress"], row["stages"].get("minimize", 0.0))
+                  + (f"; {row['minimize_cut']} runs cut short" if row.get("minimize_cut") else ""))
 
 
 def stage_seconds(row: dict, stage: str) -> float:

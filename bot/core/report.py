@@ -117,6 +117,7 @@ class MinimizedRepro:
     runs_by_pass: dict[str, int] = field(default_factory=dict)  # where the runs went (statement, inline, ...)
     seconds_by_pass: dict[str, float] = field(default_factory=dict)
     progress: tuple[tuple[float, int, int, str], ...] = ()  # (seconds, runs, tokens, pass) at each accepted step
+    runs_cut: int = 0  # candidate runs stopped early: still running well past those that failed the same way
     # the minimized repro's own failure: where the category matches on itself alone (an accuracy
     # check's words are the script's), the signature a test made from it must show
     final_signature: str | None = None

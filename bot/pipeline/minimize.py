@@ -19,6 +19,7 @@ import re
 import tempfile
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -60,6 +61,14 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
 RESERVE_CHECKS = 2
 RECENT_RUNS_KEPT = 16  # the re-check's walk back goes at most three steps, each with a run or two per backend
 CONFIRM_GRACE_S = 5.0
+# A candidate still running well past the latest runs that failed the same way is cut (runs_cut):
+# it got past the point where the failure happens, into work the failure never reaches. An AOTI
+# repro fails in 0.4-0.5 s while serializing its output spec; a candidate without the cause builds
+# the whole package, 6-7 s. Cut at CUT_FACTOR times the slowest of the last CUT_WINDOW such runs,
+# and never before CUT_FLOOR_S (a new graph's cold compile).
+CUT_FACTOR = 3.0
+CUT_FLOOR_S = 3.0
+CUT_WINDOW = 3
 # The compiler off the way the ladder's first rung turns it off: the in-run probe's
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
 # fullgraph=True it raises "found no compiled frames", so every fullgraph repro "failed without the compiler".)
@@ -110,7 +119,7 @@ class MinimizeResult:
             lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
             tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason,
             runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds),
-            progress=tuple(stats.progress))
+            progress=tuple(stats.progress), runs_cut=stats.runs_cut)
 
 
 # A call the compiler-off stance (torch.compiler.set_stance("force_eager")) turns off: torch.compile
@@ -251,6 +260,8 @@ class Minimizer:
         self.compiler_off_checked = False  # candidates must run clean with the compiler off (needs_compiler_off_check)
         self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve)
         self.recent = RecentRuns()  # the latest runs: the result's final classification and the ladder read them
+        self.failing_seconds: deque[float] = deque(maxlen=CUT_WINDOW)  # the latest same-failure candidate runs (cut_after)
+        self.runs_cut = 0  # candidate runs stopped at cut_after
 
     def run_timeout(self) -> float:
         """A run never outlasts the budget, bar the reducer's re-check of its result: cut short, it
@@ -259,6 +270,15 @@ class Minimizer:
         if self.deadline is None or (self.reducer is not None and self.reducer.confirming):
             return self.timeout_s
         return max(CONFIRM_GRACE_S, min(self.timeout_s, self.deadline - time.monotonic()))
+
+    def cut_after(self, limit: float) -> float:
+        """A search candidate's time limit: `limit` (run_timeout), or less once candidates have failed
+        the same way (CUT_FACTOR). Never for the re-checks of a result, which must not be lost to a slow run."""
+        with self._lock:
+            latest = max(self.failing_seconds, default=None)
+        if latest is None or self.deadline is None or (self.reducer is not None and self.reducer.confirming):
+            return limit
+        return min(limit, max(CUT_FLOOR_S, CUT_FACTOR * latest))
 
     def cancel(self) -> None:
         """Stop: the search ends as at its budget's end, and no run starts after this (Cancelled)."""
@@ -273,12 +293,12 @@ class Minimizer:
                 self.reducer.reserve = self.reserve(seconds, self.check_compiler_off)
 
     def classify_run(self, script: str, env: dict[str, str] | None = None,
-                     cache_dir: str | None = None) -> tuple[Classification, RunResult]:
+                     cache_dir: str | None = None, timeout_s: float | None = None) -> tuple[Classification, RunResult]:
         if self.cancelled.is_set():
             raise Cancelled("the minimize was cancelled")
         if cache_dir is None and self.reducer is not None and self.reducer.confirming:
             cache_dir = self.verify_dir  # the re-check of the result: in the cache its final verdict trusts
-        result = self.runner(RunSpec(script=script, env={**ALWAYS_ENV, **(env or {})}, timeout_s=self.run_timeout(),
+        result = self.runner(RunSpec(script=script, env={**ALWAYS_ENV, **(env or {})}, timeout_s=timeout_s or self.run_timeout(),
                                      cache_dir=cache_dir or self.cache_dir, gpu=self.gpu))
         self.run_seconds[env_key(env)] = result.duration_s
         classification = self.classifier.classify_text(output_text(result), context=script)
@@ -297,9 +317,15 @@ class Minimizer:
         failure the script's own check words (`minimize_same: category`) matches on the category
         alone, and only while the compiler-off run guards every candidate."""
         run_env = self.backend_env if env is None else env
-        classification, run = self.classify_run(script, run_env)
+        uncut = self.run_timeout()
+        limit = self.cut_after(uncut)
+        classification, run = self.classify_run(script, run_env, timeout_s=limit)
         if not same_failure(target, classification, run.status, self.match(target)):
+            with self._lock:
+                self.runs_cut += run.status == "timeout" and limit < uncut
             return False
+        with self._lock:
+            self.failing_seconds.append(run.duration_s)
         return self.keeps_cause(target.category, output_text(run))
 
     def keeps_cause(self, category: str, output: str) -> bool:
@@ -570,6 +596,7 @@ class Minimizer:
             source, final = self.verified_result(source, script, original)
             reduced.stats.stop_reason = self.refused or reduced.stats.stop_reason
             reduced.stats.tokens_after = count_tokens(source)
+            reduced.stats.runs_cut = self.runs_cut
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original),
                                   runs=self.recent.of(source), backend=probe_backend(self.backend_env))

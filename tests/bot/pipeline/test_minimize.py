@@ -8,7 +8,7 @@ import time
 import pytest
 
 from bot.core.source import tidy
-from bot.pipeline.minimize import (COMPILER_OFF_ENV, CONFIRM_GRACE_S, MODULES_ENV, REPLAY_ENV, Minimizer,
+from bot.pipeline.minimize import (COMPILER_OFF_ENV, CONFIRM_GRACE_S, CUT_FLOOR_S, MODULES_ENV, REPLAY_ENV, Minimizer,
                                    NotReproducible, env_key, same_failure, stance_reaches)
 from bot.pipeline.reproduce import PROBE_ENV
 from bot.core.records import Classification
@@ -274,6 +274,33 @@ def test_a_fullgraph_repro_runs_clean_with_the_compiler_off(classifier, pool):
     original, _ = minimizer.classify_run(script)
     assert original.category == "graph_break"
     assert minimizer.needs_compiler_off_check(original, script)
+
+
+GRAPH_BREAK = ("import torch\n\n\ndef f(x):\n    if x.sum() > 0:\n        return x + 1\n    return x\n\n\n"
+               "torch.compile(f, fullgraph=True)(torch.ones(3))\n")
+
+
+def test_a_candidate_running_well_past_the_same_failure_is_cut_short(classifier, pool):
+    """Once candidates have failed the same way in well under a second, one still running at
+    CUT_FLOOR_S has got past the failure into work it never reaches (an AOTInductor candidate
+    without the cause builds the whole package): it is stopped there, and is not interesting.
+    The re-check of a result is never cut."""
+    limits = []
+
+    def runner(spec):
+        limits.append(spec.timeout_s)
+        return pool.run(spec)
+    minimizer = Minimizer(classifier, runner, timeout_s=120)
+    minimizer.deadline = time.monotonic() + 600
+    original, _ = minimizer.classify_run(GRAPH_BREAK)
+    assert minimizer.fails_same(original, GRAPH_BREAK.replace("3", "4"))  # a fast run that fails the same way
+    assert limits == [120, 120]
+    past_the_failure = "import time\nimport torch\n\ntorch.compile(lambda x: x + 1)(torch.ones(3))\ntime.sleep(60)\n"
+    assert not minimizer.fails_same(original, past_the_failure)
+    assert limits[-1] == CUT_FLOOR_S and minimizer.runs_cut == 1
+    minimizer.reducer = Reducer(lambda source: True)
+    minimizer.reducer.confirming = True
+    assert minimizer.cut_after(120) == 120
 
 
 RECOMPILES = """\
