@@ -85,6 +85,20 @@ def test_one_recompile_on_another_layout_is_expected(guard):
     assert decide(failure_text=limit, layer="dynamo").kind == "bug"  # automatic dynamic should have stopped it
 
 
+def test_an_input_made_under_inference_mode_recompiles_as_designed():
+    """Dynamo's tensor guards check dispatch keys (fresh_issues_9's keyword spotter made its
+    features in a function decorated with @torch.inference_mode(); the user blamed a transpose)."""
+    reason = ("torch._dynamo.exc.RecompileError: Recompiling function forward in /sandbox/repro.py:51\n"
+              "    triggered by the following guard failure(s):\n"
+              "    - 0/0: tensor 'feats' dispatch key set mismatch. expected DispatchKeySet(CPU, BackendSelect, "
+              "ADInplaceOrView, AutogradCPU), actual DispatchKeySet(CPU, BackendSelect, ADInplaceOrView)\n")
+    found = decide(failure_text=reason, layer="dynamo")
+    assert (found.kind, found.rule) == ("limitation", "dispatch_key_recompile"), found
+    assert "clone()" in found.reason and not found.wants_regression_test
+    told = "print('dispatch key set mismatch')\n" + reason.replace("dispatch key set mismatch", "size mismatch at index 0")
+    assert decide(failure_text=told, layer="dynamo").rule == "layout_recompile"  # the words outside a failed guard
+
+
 def test_one_tensor_passed_for_two_arguments_recompiles_as_designed():
     """Dynamo guards that distinct tensor inputs stay distinct (fresh_issues_7's pair scorer
     scores a batch against itself); the user blamed nn.MultiheadAttention's `query is key`."""
