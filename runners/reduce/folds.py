@@ -9,6 +9,8 @@ time), and the predicate still decides: a fold the program's meaning depends on 
 copy whose source a later line mutates in place, say) is refused like any other edit.
 
 - `4 * 4` -> `16`: arithmetic on two numbers, when the result is no longer than the expression;
+  `len('documentary')` -> `11`, `len([a, b])` -> `2`: the length of a written-out string, list,
+  tuple or set whose items call nothing (a count a user wrote as the thing counted);
 - `(torch.compile(m) if True else m)` -> `torch.compile(m)`, `if 0: ...` -> its `else`: a choice on a
   constant (a flag the constant pass or an inlining put in place) is the branch it takes;
 - `a = b; ... f(a)` -> `... f(b)`: a name bound to another name is replaced by it where it is read
@@ -79,8 +81,33 @@ def _number(node: ast.AST) -> int | float | None:
     return None
 
 
+def _literal_length(node: ast.AST) -> ast.Constant | None:
+    """`len(...)` of a written-out string, list, tuple or set (no starred items, no calls in them,
+    and a set only of distinct constants), as a constant."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+            and len(node.args) == 1 and not node.keywords):
+        return None
+    (counted,) = node.args
+    if isinstance(counted, ast.Constant) and isinstance(counted.value, (str, bytes)):
+        return ast.Constant(len(counted.value))
+    if not isinstance(counted, (ast.List, ast.Tuple, ast.Set)):
+        return None
+    if any(isinstance(inner, (ast.Starred, ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
+           for inner in ast.walk(counted)):
+        return None
+    if isinstance(counted, ast.Set):
+        if not all(isinstance(item, ast.Constant) for item in counted.elts):
+            return None
+        return ast.Constant(len({item.value for item in counted.elts}))
+    return ast.Constant(len(counted.elts))
+
+
 def _folded(node: ast.AST) -> ast.Constant | None:
-    """The constant `node` evaluates to, if it is arithmetic on two numbers and no longer folded."""
+    """The constant `node` evaluates to, if it is arithmetic on two numbers (no longer folded) or
+    the length of a written-out sequence."""
+    length = _literal_length(node)
+    if length is not None:
+        return length
     if not (isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC):
         return None
     left, right = _number(node.left), _number(node.right)
@@ -107,6 +134,8 @@ def _fold_arithmetic(tree: ast.AST) -> bool:
                 return node
             Folder.changed = True
             return folded
+
+        visit_Call = visit_BinOp  # `len('abc') * 2` folds all the way too
     Folder().visit(tree)
     return Folder.changed
 

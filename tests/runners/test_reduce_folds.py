@@ -39,6 +39,17 @@ def test_arithmetic_is_folded_only_into_something_no_longer():
     assert applied("print(1 // 0)\n", fold_edits) == []  # the error is the program's, not ours to fold away
 
 
+def test_the_length_of_a_written_out_sequence_is_folded_to_the_count():
+    """fresh_issues_9's genre tagger kept `n_genres = len('documentary')` and the length of five
+    film synopses written out: a maintainer writes 11 and 5."""
+    source = "n = len('documentary')\nprint(len(['a b', 'c d']) * n, len({1, 1, 2}), len((x, y)))\n"
+    assert applied(source, fold_edits)[0][1] == "n = 11\nprint(2 * n, 2, 2)\n"
+    nested = applied("print(len([[], []]) * 2)\n", fold_edits)
+    assert nested[0][1] == "print(4)\n"
+    for kept in ("print(len([f(), g()]))\n", "print(len([*a]))\n", "print(len({a, b}))\n", "print(len(x))\n"):
+        assert applied(kept, fold_edits) == []  # a call may be the program's; a set of names may hold one value
+
+
 def test_a_copy_is_read_through_only_while_both_names_hold_their_values():
     mutated_source = "a = [1]\nb = a\na = [2]\nprint(b)\n"
     assert not any("b = a" not in p for _, p in applied(mutated_source, fold_edits))
