@@ -19,7 +19,6 @@ import re
 import tempfile
 import threading
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
@@ -61,14 +60,16 @@ SLIPPAGE_TYPES = frozenset({"NameError", "UnboundLocalError", "ImportError", "Mo
 RESERVE_CHECKS = 2
 RECENT_RUNS_KEPT = 16  # the re-check's walk back goes at most three steps, each with a run or two per backend
 CONFIRM_GRACE_S = 5.0
-# A candidate still running well past the latest runs that failed the same way is cut (runs_cut):
-# it got past the point where the failure happens, into work the failure never reaches. An AOTI
-# repro fails in 0.4-0.5 s while serializing its output spec; a candidate without the cause builds
-# the whole package, 6-7 s. Cut at CUT_FACTOR times the slowest of the last CUT_WINDOW such runs,
-# and never before CUT_FLOOR_S (a new graph's cold compile).
+# A candidate still running well past every run that failed the same way is cut (runs_cut): it got
+# past the point where the failure happens, into work the failure never reaches. An AOTI repro
+# fails in 0.4-0.5 s while serializing its output spec; a candidate without the cause builds the
+# whole package, 6-7 s. Cut at CUT_FACTOR times the slowest such run of the search, never before
+# CUT_FLOOR_S. The slowest, not the latest: where the failure comes after the package build, the
+# latest same-failure runs may have reused an earlier build (1 s) while the next candidate needs a
+# new one (6-14 s); cut after the latest three, fresh_issues_9's AOTI repro lost 59 such runs and
+# stopped at its budget at 44 lines, where it reaches 12 uncut.
 CUT_FACTOR = 3.0
 CUT_FLOOR_S = 3.0
-CUT_WINDOW = 3
 # The compiler off the way the ladder's first rung turns it off: the in-run probe's
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
 # fullgraph=True it raises "found no compiled frames", so every fullgraph repro "failed without the compiler".)
@@ -260,7 +261,7 @@ class Minimizer:
         self.compiler_off_checked = False  # candidates must run clean with the compiler off (needs_compiler_off_check)
         self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve)
         self.recent = RecentRuns()  # the latest runs: the result's final classification and the ladder read them
-        self.failing_seconds: deque[float] = deque(maxlen=CUT_WINDOW)  # the latest same-failure candidate runs (cut_after)
+        self.slowest_failing_s = 0.0  # the slowest candidate run that failed the same way (cut_after)
         self.runs_cut = 0  # candidate runs stopped at cut_after
 
     def run_timeout(self) -> float:
@@ -275,10 +276,10 @@ class Minimizer:
         """A search candidate's time limit: `limit` (run_timeout), or less once candidates have failed
         the same way (CUT_FACTOR). Never for the re-checks of a result, which must not be lost to a slow run."""
         with self._lock:
-            latest = max(self.failing_seconds, default=None)
-        if latest is None or self.deadline is None or (self.reducer is not None and self.reducer.confirming):
+            slowest = self.slowest_failing_s
+        if not slowest or self.deadline is None or (self.reducer is not None and self.reducer.confirming):
             return limit
-        return min(limit, max(CUT_FLOOR_S, CUT_FACTOR * latest))
+        return min(limit, max(CUT_FLOOR_S, CUT_FACTOR * slowest))
 
     def cancel(self) -> None:
         """Stop: the search ends as at its budget's end, and no run starts after this (Cancelled)."""
@@ -325,7 +326,7 @@ class Minimizer:
                 self.runs_cut += run.status == "timeout" and limit < uncut
             return False
         with self._lock:
-            self.failing_seconds.append(run.duration_s)
+            self.slowest_failing_s = max(self.slowest_failing_s, run.duration_s)
         return self.keeps_cause(target.category, output_text(run))
 
     def keeps_cause(self, category: str, output: str) -> bool:

@@ -284,7 +284,7 @@ def test_a_candidate_running_well_past_the_same_failure_is_cut_short(classifier,
     """Once candidates have failed the same way in well under a second, one still running at
     CUT_FLOOR_S has got past the failure into work it never reaches (an AOTInductor candidate
     without the cause builds the whole package): it is stopped there, and is not interesting.
-    The re-check of a result is never cut."""
+    The cut follows the slowest same-failure run of the search. The re-check of a result is never cut."""
     limits = []
 
     def runner(spec):
@@ -298,6 +298,11 @@ def test_a_candidate_running_well_past_the_same_failure_is_cut_short(classifier,
     past_the_failure = "import time\nimport torch\n\ntorch.compile(lambda x: x + 1)(torch.ones(3))\ntime.sleep(60)\n"
     assert not minimizer.fails_same(original, past_the_failure)
     assert limits[-1] == CUT_FLOOR_S and minimizer.runs_cut == 1
+    # where one same-failure run took 6 s (a package built anew), later fast ones (a build reused)
+    # do not bring the cut down on a candidate that needs a new build
+    minimizer.slowest_failing_s = 6.0
+    assert minimizer.fails_same(original, GRAPH_BREAK.replace("3", "5"))
+    assert minimizer.cut_after(120) == 18.0
     minimizer.reducer = Reducer(lambda source: True)
     minimizer.reducer.confirming = True
     assert minimizer.cut_after(120) == 120
