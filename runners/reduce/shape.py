@@ -31,6 +31,7 @@ input. A maintainer keeps three things, so the reducer never runs a candidate th
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 from dataclasses import dataclass
 
@@ -99,6 +100,7 @@ def joined(original: Shape, leap: Shape) -> Shape:
 
 
 def shape_of(tree: ast.AST) -> Shape:
+    tree = qualified(tree)
     bindings = _bindings(tree)
     compiled = _compiled_names(tree)
     inputs = [(slot, item) for call in ast.walk(tree) if isinstance(call, ast.Call)
@@ -115,6 +117,27 @@ def shape_of(tree: ast.AST) -> Shape:
                  zero_one_dynamic=any(size in (0, 1) for size in _dynamic_sizes(tree, bindings)))
 
 
+def qualified(tree: ast.AST) -> ast.AST:
+    """A copy of `tree` with the names it imports from torch written out, as the rules read them:
+    `from torch.export import export` makes `export(model, (x,))` read as `torch.export.export(...)`.
+    fresh_issues_9's export and AOTI reports called `export` so, and no rule saw an entry point or
+    an example: their repros exported `((),)` and `(1, 1, 1)` for tensors. The tree itself when it
+    imports nothing from torch."""
+    imported = {alias.asname or alias.name: f"{node.module}.{alias.name}" for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and not node.level and node.module
+                and (node.module == "torch" or node.module.startswith("torch."))
+                for alias in node.names if alias.name != "*"}
+    if not imported:
+        return tree
+
+    class Qualify(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id not in imported or not isinstance(node.ctx, ast.Load):
+                return node
+            return ast.copy_location(ast.parse(imported[node.id], mode="eval").body, node)
+    return Qualify().visit(copy.deepcopy(tree))
+
+
 def _torch_attribute(node: ast.AST) -> str | None:
     """`torch.compile` -> "compile", `torch.export.export` -> "export", else None."""
     if isinstance(node, ast.Attribute):
@@ -127,7 +150,11 @@ def _torch_attribute(node: ast.AST) -> str | None:
 
 
 def _entry_points(tree: ast.AST) -> set[str]:
-    return {name for node in ast.walk(tree) if (name := _torch_attribute(node)) in ENTRY_POINTS}
+    """`torch.compile` and `torch.export.export`, not the module in `torch.export.load(path)`: a
+    repro whose export failed kept `torch.export.load()` after it as its last mention of the module."""
+    prefixes = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    return {name for node in ast.walk(tree)
+            if id(node) not in prefixes and (name := _torch_attribute(node)) in ENTRY_POINTS}
 
 
 def is_export(node: ast.AST) -> bool:
@@ -159,8 +186,9 @@ def _compiled_inputs(call: ast.Call, compiled: set[str]) -> list[ast.expr]:
     func = call.func
     if (isinstance(func, ast.Call) and is_compile(func)) or (isinstance(func, ast.Name) and func.id in compiled):
         return list(call.args)
-    if _torch_attribute(func) == "export" and len(call.args) >= 2 and isinstance(call.args[1], (ast.Tuple, ast.List)):
-        return list(call.args[1].elts)
+    if _torch_attribute(func) == "export" and len(call.args) >= 2:
+        examples = call.args[1]  # a tuple the rule cannot see into (`load_batch(16)`) is one example to it
+        return list(examples.elts) if isinstance(examples, (ast.Tuple, ast.List)) else [examples]
     return []
 
 
@@ -238,7 +266,7 @@ def traced_source(source: str) -> str:
     an entry point is handed something the file does not define (a library's model) or it does not
     parse: then any of it may run traced. Inputs made outside (`f(torch.randn(8))`) are not in it."""
     try:
-        tree = ast.parse(source)
+        tree = qualified(ast.parse(source))
     except (SyntaxError, ValueError):
         return source
     bindings = _bindings(tree)

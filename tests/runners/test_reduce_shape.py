@@ -437,3 +437,26 @@ def test_an_exported_example_stays_a_tensor_not_a_helper_emptied_to_pass_or_an_e
     assert original.kept_by(shape_of(ast.parse(listed)))  # a list of tensors is an example of tensors
     opaque = EXPORTED_FROM_A_HELPER.replace("    return torch.tensor([[len(t)] for t in texts])", "    return load(texts)")
     assert original.kept_by(shape_of(ast.parse(opaque)))  # what the helper returns is unknown: it counts as a tensor
+
+
+def test_names_imported_from_torch_are_read_as_written_out():
+    """fresh_issues_9's export and AOTI reports call `export` imported from torch.export: no entry
+    point or example was seen, and their repros exported `((),)` and `(1, 1, 1)` for tensors."""
+    original = shape("from torch.export import export\nexample = make(8)\nep = export(M(), (example,))\n")
+    assert original.entry_points == {"export"} and original.tensor_slots == {0}
+    assert not original.kept_by(shape("from torch.export import export\nep = export(M(), ((),))\n"))
+    aoti = ("import torch\nfrom torch.export import export as trace\n"
+            "torch._inductor.aoti_compile_and_package(trace(M(), load_customers(16)), package_path=p)\n")
+    assert shape(aoti).tensor_slots == {0}  # a tuple the rule cannot see into is an example to it
+    assert not shape(aoti).kept_by(shape(aoti.replace("load_customers(16)", "(1, 1, 1)")))
+    assert shape(aoti).kept_by(shape(aoti.replace("load_customers(16)", "(torch.ones(1),)")))
+    assert shape("from torch import compile\ncompile(f)(torch.ones(2))\n").tensor_input
+    assert not shape("x = compile('1', 'f', 'eval')\n").entry_points  # Python's own compile
+
+
+def test_the_module_torch_export_is_not_an_entry_point_its_export_function_is():
+    """A repro whose export fails kept `torch.export.load()` after it: it was the last mention of
+    the module, and the module counted as the entry point."""
+    assert shape("import torch\ntorch.export.save(ep, p)\ntorch.export.load(p)\n").entry_points == set()
+    original = shape("import torch\nep = torch.export.export(M(), (x,))\ntorch.export.load(p)\n")
+    assert original.kept_by(shape("import torch\nep = torch.export.export(M(), (x,))\n"))
