@@ -103,8 +103,10 @@ def shape_of(tree: ast.AST) -> Shape:
     tree = qualified(tree)
     bindings = _bindings(tree)
     compiled = _compiled_names(tree)
+    functions, _ = _definitions(tree)
     inputs = [(slot, item) for call in ast.walk(tree) if isinstance(call, ast.Call)
-              for slot, item in enumerate(item for arg in _compiled_inputs(call, compiled) for item in _unpacked(arg, bindings))]
+              for slot, item in enumerate(item for arg in _compiled_inputs(call, compiled, bindings, functions)
+                                          for item in _unpacked(arg, bindings))]
     tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings)) | _exported_examples(tree, bindings)
     number_slots = frozenset(slot for slot, arg in inputs if _is_number(arg, bindings))
     entries = _entry_functions(tree, bindings)
@@ -180,16 +182,30 @@ def _compiled_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def _compiled_inputs(call: ast.Call, compiled: set[str]) -> list[ast.expr]:
+def _compiled_inputs(call: ast.Call, compiled: set[str], bindings: dict[str, ast.expr] | None = None,
+                     functions: dict[str, ast.FunctionDef] | None = None) -> list[ast.expr]:
     """The inputs a call hands to compiled code: a compiled callable's arguments, or
-    `torch.export.export(module, (inputs...))`'s example inputs."""
+    `torch.export.export(module, (inputs...))`'s example inputs, read through a name bound to a
+    tuple or a call of the file's function that returns a written-out one (`load_customers(16)`).
+    A tuple the rule cannot see into is one example to it."""
     func = call.func
     if (isinstance(func, ast.Call) and is_compile(func)) or (isinstance(func, ast.Name) and func.id in compiled):
         return list(call.args)
     if _torch_attribute(func) == "export" and len(call.args) >= 2:
-        examples = call.args[1]  # a tuple the rule cannot see into (`load_batch(16)`) is one example to it
-        return list(examples.elts) if isinstance(examples, (ast.Tuple, ast.List)) else [examples]
+        examples = _returned(_resolved(call.args[1], bindings or {}), functions or {})
+        return list(examples.elts) if isinstance(examples, (ast.Tuple, ast.List)) else [call.args[1]]
     return []
+
+
+def _returned(node: ast.expr, functions: dict[str, ast.FunctionDef]) -> ast.expr:
+    """What a call of the file's own function returns, where it has one `return` of a written-out
+    tuple or list; else the node itself."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
+        return node
+    returns = [n for n in ast.walk(functions[node.func.id]) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))]
+    if len(returns) == 1 and isinstance(returns[0], ast.Return) and isinstance(returns[0].value, (ast.Tuple, ast.List)):
+        return returns[0].value
+    return node
 
 
 def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> frozenset[int]:
@@ -201,7 +217,8 @@ def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> frozense
     its failure exported with `(tokenize(),)` once `tokenize`'s body had become `pass`."""
     functions, _ = _definitions(tree)
     return frozenset(slot for call in ast.walk(tree) if isinstance(call, ast.Call) and _torch_attribute(call.func) == "export"
-                     for slot, item in enumerate(item for arg in _compiled_inputs(call, set()) for item in _unpacked(arg, bindings))
+                     for slot, item in enumerate(item for arg in _compiled_inputs(call, set(), bindings, functions)
+                                                 for item in _unpacked(arg, bindings))
                      if _may_be_tensor(item, bindings, functions))
 
 

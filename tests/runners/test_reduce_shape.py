@@ -451,6 +451,10 @@ def test_names_imported_from_torch_are_read_as_written_out():
     assert not shape(aoti).kept_by(shape(aoti.replace("load_customers(16)", "(1, 1, 1)")))
     assert shape(aoti).kept_by(shape(aoti.replace("load_customers(16)", "(torch.ones(1),)")))
     assert shape("from torch import compile\ncompile(f)(torch.ones(2))\n").tensor_input
+    helper = ("import torch\n\ndef load_customers(n):\n    return (torch.randn(n, 9) * 3, torch.randint(12, (n,)))\n\n\n"
+              "torch.export.export(M(), load_customers(16))\n")
+    assert shape(helper).tensor_slots == {0, 1}  # the helper's written-out tuple is read
+    assert not shape(helper).kept_by(shape(helper.replace("torch.randn(n, 9) * 3", "1")))
     assert not shape("x = compile('1', 'f', 'eval')\n").entry_points  # Python's own compile
 
 
