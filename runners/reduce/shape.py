@@ -107,8 +107,9 @@ def shape_of(tree: ast.AST) -> Shape:
     inputs = [(slot, item) for call in ast.walk(tree) if isinstance(call, ast.Call)
               for slot, item in enumerate(item for arg in _compiled_inputs(call, compiled, bindings, functions)
                                           for item in _unpacked(arg, bindings))]
-    tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings)) | _exported_examples(tree, bindings)
-    number_slots = frozenset(slot for slot, arg in inputs if _is_number(arg, bindings))
+    exported_tensors, exported_others = _exported_examples(tree, bindings)
+    tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings)) | exported_tensors
+    number_slots = frozenset(slot for slot, arg in inputs if _is_number(arg, bindings)) | exported_others
     entries = _entry_functions(tree, bindings)
     return Shape(entry_points=frozenset(_entry_points(tree)),
                  tensor_input=bool(tensor_slots), number_input=bool(number_slots),
@@ -208,18 +209,21 @@ def _returned(node: ast.expr, functions: dict[str, ast.FunctionDef]) -> ast.expr
     return node
 
 
-def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> frozenset[int]:
-    """The slots of `torch.export.export`'s example inputs that are not plain constants: export's
+def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> tuple[frozenset[int], frozenset[int]]:
+    """The slots of `torch.export.export`'s example inputs that may hold a tensor, and those that
+    cannot (a constant, an empty container: to the rule, a number in a tensor's place; fresh_issues_9's
+    AOTI repro exported `(torch.ones(1), (), ...)` where the report passed three tensors). Export's
     examples are tensors in practice, so one the rule cannot follow (`feats` from a data helper)
     counts as a tensor. Else a candidate exported with `(1,)` kept the failure of a buffer's save
     (fresh_issues_5) and passed as a repro whose input had become an int. A call of the file's own
     function that returns nothing is None, not a tensor: fresh_issues_8's quantized export kept
     its failure exported with `(tokenize(),)` once `tokenize`'s body had become `pass`."""
     functions, _ = _definitions(tree)
-    return frozenset(slot for call in ast.walk(tree) if isinstance(call, ast.Call) and _torch_attribute(call.func) == "export"
-                     for slot, item in enumerate(item for arg in _compiled_inputs(call, set(), bindings, functions)
-                                                 for item in _unpacked(arg, bindings))
-                     if _may_be_tensor(item, bindings, functions))
+    kinds = [(slot, _may_be_tensor(item, bindings, functions))
+             for call in ast.walk(tree) if isinstance(call, ast.Call) and _torch_attribute(call.func) == "export"
+             for slot, item in enumerate(item for arg in _compiled_inputs(call, set(), bindings, functions)
+                                         for item in _unpacked(arg, bindings))]
+    return frozenset(slot for slot, tensor in kinds if tensor), frozenset(slot for slot, tensor in kinds if not tensor)
 
 
 def _may_be_tensor(item: ast.expr, bindings: dict[str, ast.expr], functions: dict[str, ast.FunctionDef],

@@ -455,6 +455,8 @@ def test_names_imported_from_torch_are_read_as_written_out():
               "torch.export.export(M(), load_customers(16))\n")
     assert shape(helper).tensor_slots == {0, 1}  # the helper's written-out tuple is read
     assert not shape(helper).kept_by(shape(helper.replace("torch.randn(n, 9) * 3", "1")))
+    emptied = "import torch\ntorch.export.export(M(), (torch.ones(1), ()))\n"
+    assert not shape(helper).kept_by(shape(emptied))  # nor an empty tuple in a tensor's place
     assert not shape("x = compile('1', 'f', 'eval')\n").entry_points  # Python's own compile
 
 
