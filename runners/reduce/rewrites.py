@@ -9,7 +9,7 @@ from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
 from runners.reduce.paths import replace_with, resolve, set_child, statement_lists, walk_paths
-from runners.reduce.shape import is_compile, is_export, strip_methods
+from runners.reduce.shape import is_compile, is_export, strip_methods, torch_imports
 
 
 def instance_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -199,7 +199,8 @@ def _drop_call_parameter(class_name: str, method_name: str, param_index: int) ->
         args = method.args
         parameter = args.args[param_index].arg
         sites = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and _calls_instance(call.func, class_name, tree)]
-        exports = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and is_export(call)
+        imports = torch_imports(tree)  # `export(Net(), (x, mask))` after `from torch.export import export`
+        exports = [call for call in ast.walk(tree) if isinstance(call, ast.Call) and is_export(call, imports)
                    and len(call.args) >= 2 and _calls_instance(call.args[0], class_name, tree)]
         if not sites and not exports:
             return False

@@ -126,10 +126,7 @@ def qualified(tree: ast.AST) -> ast.AST:
     fresh_issues_9's export and AOTI reports called `export` so, and no rule saw an entry point or
     an example: their repros exported `((),)` and `(1, 1, 1)` for tensors. The tree itself when it
     imports nothing from torch."""
-    imported = {alias.asname or alias.name: f"{node.module}.{alias.name}" for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and not node.level and node.module
-                and (node.module == "torch" or node.module.startswith("torch."))
-                for alias in node.names if alias.name != "*"}
+    imported = torch_imports(tree)
     if not imported:
         return tree
 
@@ -139,6 +136,15 @@ def qualified(tree: ast.AST) -> ast.AST:
                 return node
             return ast.copy_location(ast.parse(imported[node.id], mode="eval").body, node)
     return Qualify().visit(copy.deepcopy(tree))
+
+
+def torch_imports(tree: ast.AST) -> dict[str, str]:
+    """The names a file imports from torch, written out: `from torch.export import export as e`
+    -> {"e": "torch.export.export"}."""
+    return {alias.asname or alias.name: f"{node.module}.{alias.name}" for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module
+            and (node.module == "torch" or node.module.startswith("torch."))
+            for alias in node.names if alias.name != "*"}
 
 
 def _torch_attribute(node: ast.AST) -> str | None:
@@ -160,9 +166,12 @@ def _entry_points(tree: ast.AST) -> set[str]:
             if id(node) not in prefixes and (name := _torch_attribute(node)) in ENTRY_POINTS}
 
 
-def is_export(node: ast.AST) -> bool:
-    """`torch.export.export` itself, or a call of it."""
+def is_export(node: ast.AST, imports: dict[str, str] | None = None) -> bool:
+    """`torch.export.export` itself, or a call of it; also under a name the file imports it as
+    (`imports`: torch_imports)."""
     target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Name) and imports:
+        return imports.get(target.id) == "torch.export.export"
     return _torch_attribute(target) == "export"
 
 

@@ -161,3 +161,18 @@ def test_an_unread_forward_parameter_goes_with_its_example_input_and_dynamic_sha
     assert "(torch.ones(3),), dynamic_shapes={'positions': None})" in dropped[0]
     not_written_out = ast.parse(source.replace("(torch.ones(3), torch.ones(2))", "inputs"))
     assert not any(edit(copy.deepcopy(not_written_out)) for _, edit in parameter_edits(not_written_out))
+
+
+def test_an_unread_forward_parameter_goes_with_its_example_under_an_imported_export():
+    """fresh_issues_9's AOTI report exports with `export` imported from torch.export: its unread
+    `numeric` and `plan_id` stayed, handed numbers, because the call was not seen as an export."""
+    from runners.reduce.rewrites import parameter_edits
+
+    source = ("import torch\nfrom torch.export import export\nclass Churn(torch.nn.Module):\n"
+              "    def forward(self, numeric, region):\n        return region.sum()\n"
+              "export(Churn(), (torch.ones(3), torch.ones(2)))\n")
+    dropped = [program for _, program in applied(source, parameter_edits)]
+    assert len(dropped) == 1 and "def forward(self, region):" in dropped[0]
+    assert "export(Churn(), (torch.ones(2),))" in dropped[0]
+    other = ast.parse(source.replace("from torch.export import export\n", "from mylib import export\n"))
+    assert not any(edit(copy.deepcopy(other)) for _, edit in parameter_edits(other))  # another library's export
