@@ -101,6 +101,7 @@ class MinimizeResult:
     # rungs on the minimized repro that need not run again (bot/pipeline/ladder.py)
     runs: Mapping[str | None, tuple[Classification, RunResult]] = field(default_factory=dict, compare=False)
     backend: str | None = None  # the candidates' backend, when cheaper than the script's own (backend_env)
+    runs_cut: int = 0  # candidate runs stopped at Minimizer.cut_after
 
     @property
     def same_failure(self) -> bool:
@@ -110,7 +111,7 @@ class MinimizeResult:
     def to_dict(self) -> dict:
         return {"source": self.source, "original": self.original.to_dict(), "final": self.final.to_dict(),
                 "signature_preserved": self.same_failure, "match": self.match,
-                "checked_compiler_off": self.checked_compiler_off, "stats": self.stats.to_dict()}
+                "checked_compiler_off": self.checked_compiler_off, "stats": self.stats.to_dict(), "runs_cut": self.runs_cut}
 
     def record(self) -> MinimizedRepro:
         """What the report keeps of it."""
@@ -120,7 +121,7 @@ class MinimizeResult:
             lines_before=stats.lines_before, lines_after=stats.lines_after, tokens_before=stats.tokens_before,
             tokens_after=stats.tokens_after, runs=stats.runs, wall_s=round(stats.wall_s, 1), stop_reason=stats.stop_reason,
             runs_by_pass=dict(stats.pass_runs), seconds_by_pass=dict(stats.pass_seconds),
-            progress=tuple(stats.progress), runs_cut=stats.runs_cut)
+            progress=tuple(stats.progress), runs_cut=self.runs_cut)
 
 
 # A call the compiler-off stance (torch.compiler.set_stance("force_eager")) turns off: torch.compile
@@ -597,10 +598,9 @@ class Minimizer:
             source, final = self.verified_result(source, script, original)
             reduced.stats.stop_reason = self.refused or reduced.stats.stop_reason
             reduced.stats.tokens_after = count_tokens(source)
-            reduced.stats.runs_cut = self.runs_cut
             reduced.stats.lines_after = len(source.splitlines())
             return MinimizeResult(source, original, final, reduced.stats, check_compiler_off, self.match(original),
-                                  runs=self.recent.of(source), backend=probe_backend(self.backend_env))
+                                  runs=self.recent.of(source), backend=probe_backend(self.backend_env), runs_cut=self.runs_cut)
         finally:
             if self.cache_dir != self.given_cache_dir:
                 remove_tree(self.cache_dir)  # iterative, never through a link: the candidates wrote in it

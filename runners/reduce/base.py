@@ -28,7 +28,6 @@ class ReduceStats:
     sure_failures_skipped: int = 0  # candidates not run: a sure NameError/AttributeError/TypeError (sure_errors)
     shape_changes_skipped: int = 0  # candidates not run: they drop a tensor input, the entry point or an input branch
     failures_recalled: int = 0  # candidates not run: the same rewrite of the same statement failed before
-    runs_cut: int = 0  # predicate calls the caller stopped early, as bound to fail (Minimizer.cut_after)
     accepted: int = 0
     rounds: int = 0
     wall_s: float = 0.0

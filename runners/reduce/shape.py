@@ -107,7 +107,7 @@ def shape_of(tree: ast.AST) -> Shape:
     inputs = [(slot, item) for call in ast.walk(tree) if isinstance(call, ast.Call)
               for slot, item in enumerate(item for arg in _compiled_inputs(call, compiled, bindings, functions)
                                           for item in _unpacked(arg, bindings))]
-    exported_tensors, exported_others = _exported_examples(tree, bindings)
+    exported_tensors, exported_others = _exported_examples(tree, bindings, functions)
     tensor_slots = frozenset(slot for slot, arg in inputs if _is_tensor(arg, bindings)) | exported_tensors
     number_slots = frozenset(slot for slot, arg in inputs if _is_number(arg, bindings)) | exported_others
     entries = _entry_functions(tree, bindings)
@@ -218,7 +218,8 @@ def _returned(node: ast.expr, functions: dict[str, ast.FunctionDef]) -> ast.expr
     return node
 
 
-def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> tuple[frozenset[int], frozenset[int]]:
+def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr],
+                       functions: dict[str, ast.FunctionDef]) -> tuple[frozenset[int], frozenset[int]]:
     """The slots of `torch.export.export`'s example inputs that may hold a tensor, and those that
     cannot (a constant, an empty container: to the rule, a number in a tensor's place; fresh_issues_9's
     AOTI repro exported `(torch.ones(1), (), ...)` where the report passed three tensors). Export's
@@ -227,7 +228,6 @@ def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr]) -> tuple[fr
     (fresh_issues_5) and passed as a repro whose input had become an int. A call of the file's own
     function that returns nothing is None, not a tensor: fresh_issues_8's quantized export kept
     its failure exported with `(tokenize(),)` once `tokenize`'s body had become `pass`."""
-    functions, _ = _definitions(tree)
     kinds = [(slot, _may_be_tensor(item, bindings, functions))
              for call in ast.walk(tree) if isinstance(call, ast.Call) and _torch_attribute(call.func) == "export"
              for slot, item in enumerate(item for arg in _compiled_inputs(call, set(), bindings, functions)
