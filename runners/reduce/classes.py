@@ -36,10 +36,11 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
+from runners.reduce.calls import bind_arguments
 from runners.reduce.folds import SCOPES
 from runners.reduce.modules import _exported_classes, _function_name, _is_docstring, _method, _names
 from runners.reduce.paths import resolve, set_child, walk_paths
-from runners.reduce.rewrites import _bind_arguments, _enclosing_statement
+from runners.reduce.rewrites import _enclosing_statement
 from runners.reduce.shape import is_compile
 
 CALL_METHOD = "__call__"  # the key of the function a call of the object runs, for modules too
@@ -297,7 +298,7 @@ def _bindings(cls: ast.ClassDef, instance: ast.Call) -> list[ast.stmt] | None:
     init = _method(cls, INIT)
     if init is None:
         return None if instance.args or instance.keywords else []
-    binding = _bind_arguments(init.args, instance, skip_self=True)
+    binding = bind_arguments(init.args, instance, skip_self=True)
     if binding is None:
         return None
     return [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=copy.deepcopy(value))

@@ -42,7 +42,7 @@ from runners.reduce.base import Edit, NodePath
 from runners.reduce.dead import _reads, _unread_assignment, target_names
 from runners.reduce.literals import single_value
 from runners.reduce.paths import resolve, statement_lists, walk_paths
-from runners.reduce.rewrites import _substitute
+from runners.reduce.calls import substitute
 
 ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
               ast.Mod: operator.mod, ast.Div: operator.truediv}
@@ -299,9 +299,9 @@ def _read_through(scope: ast.AST, index: int, constants: bool = False) -> bool:
     for position, use in enumerate(uses, start=index + 1):  # the statements right after the copy
         if isinstance(use, (ast.Assign, ast.AnnAssign)):
             if use.value is not None:  # the value only: the targets bind, they do not read
-                use.value = _substitute(use.value, binding)
+                use.value = substitute(use.value, binding)
         else:
-            scope.body[position] = _substitute(use, binding)
+            scope.body[position] = substitute(use, binding)
     return True
 
 
@@ -344,7 +344,7 @@ def _fold_comprehensions(reading: bool) -> Edit:
                 element = node.elt
                 if reading:
                     name, value = node.generators[0].target.id, single_value(node.generators[0].iter)
-                    element = _substitute(element, {name: value})
+                    element = substitute(element, {name: value})
                 return ast.List(elts=[element], ctx=ast.Load())
             visit_ListComp = visit_GeneratorExp = fold
         Folder().visit(tree)

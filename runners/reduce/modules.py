@@ -12,7 +12,8 @@ from typing import Iterator
 
 from runners.reduce.base import Edit
 from runners.reduce.paths import resolve, set_child, walk_paths
-from runners.reduce.rewrites import _bind_arguments, _drop_parameter
+from runners.reduce.calls import bind_arguments
+from runners.reduce.rewrites import _drop_parameter
 from runners.reduce.shape import SELF_RETURNING_METHODS, strip_methods
 
 CALL_METHOD = "forward"  # what calling an nn.Module instance runs
@@ -88,7 +89,7 @@ def _instantiation_bindings(tree: ast.AST, owner: ast.ClassDef | ast.FunctionDef
     calls = _only_called(tree, owner.name)
     if not calls:
         return None
-    bindings = [_bind_arguments(function.args, call, skip_self=skip_self) for call in calls]
+    bindings = [bind_arguments(function.args, call, skip_self=skip_self) for call in calls]
     return None if any(binding is None for binding in bindings) else bindings
 
 

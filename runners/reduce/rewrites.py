@@ -4,10 +4,10 @@ edits first."""
 from __future__ import annotations
 
 import ast
-import copy
 from typing import Iterator
 
 from runners.reduce.base import Edit, NodePath
+from runners.reduce.calls import bind_arguments, substitute
 from runners.reduce.paths import replace_with, resolve, set_child, statement_lists, walk_paths
 from runners.reduce.shape import is_compile, is_export, strip_methods, torch_imports
 
@@ -47,7 +47,7 @@ def _layers_built(cls: ast.ClassDef, call: ast.Call) -> list[ast.expr]:
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     if init is None:
         return []
-    binding = _bind_arguments(init.args, call, skip_self=True)
+    binding = bind_arguments(init.args, call, skip_self=True)
     if binding is None:
         return []
     layers = []
@@ -55,36 +55,8 @@ def _layers_built(cls: ast.ClassDef, call: ast.Call) -> list[ast.expr]:
         if (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.value, ast.Call)
                 and isinstance(statement.targets[0], ast.Attribute) and isinstance(statement.targets[0].value, ast.Name)
                 and not any(isinstance(n, ast.Name) and n.id == init.args.args[0].arg for n in ast.walk(statement.value))):
-            layers.append(_substitute(statement.value, binding))
+            layers.append(substitute(statement.value, binding))
     return layers
-
-
-def _bind_arguments(args: ast.arguments, call: ast.Call, skip_self: bool = False) -> dict[str, ast.expr] | None:
-    """Parameter name -> the expression the call gives it (or its default); None when the call
-    does not fit simply (starred arguments, *args/**kwargs, a missing or unknown argument)."""
-    positional = (args.posonlyargs + args.args)[1 if skip_self else 0:]
-    if (args.vararg or args.kwarg or args.kwonlyargs or any(isinstance(a, ast.Starred) for a in call.args)
-            or len(call.args) > len(positional) or (skip_self and not (args.posonlyargs + args.args))):
-        return None
-    defaults = dict(zip([p.arg for p in positional][len(positional) - len(args.defaults):], args.defaults))
-    binding = {p.arg: value for p, value in zip(positional, call.args)}
-    for keyword in call.keywords:
-        if keyword.arg is None or keyword.arg in binding or keyword.arg not in {p.arg for p in positional}:
-            return None
-        binding[keyword.arg] = keyword.value
-    for p in positional:
-        if p.arg not in binding:
-            if p.arg not in defaults:
-                return None
-            binding[p.arg] = defaults[p.arg]
-    return binding
-
-
-def _substitute(expression: ast.expr, binding: dict[str, ast.expr]) -> ast.expr:
-    class Substitute(ast.NodeTransformer):
-        def visit_Name(self, node: ast.Name) -> ast.AST:
-            return copy.deepcopy(binding[node.id]) if isinstance(node.ctx, ast.Load) and node.id in binding else node
-    return Substitute().visit(copy.deepcopy(expression))
 
 
 def parameter_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
@@ -332,7 +304,7 @@ def _inline_call(name: str, class_name: str | None = None) -> Edit:
             return False
         call_path, call = site
         statement_at = _enclosing_statement(tree, call_path)
-        binding = _bind_arguments(function.args, call, skip_self=class_name is not None)
+        binding = bind_arguments(function.args, call, skip_self=class_name is not None)
         if statement_at is None or binding is None or function in [resolve(tree, call_path[:i]) for i in range(len(call_path))]:
             return False
         block, index = statement_at
