@@ -35,6 +35,8 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
+from runners.reduce.calls import bind_arguments, substitute
+
 ENTRY_POINTS = ("compile", "export")
 MAX_FOLLOW = 8  # names followed to their values, and method calls through them (`x = x.float()` is a cycle)
 # Calls that make tensors (torch.<name>(...)); methods on a tensor (`.to`, `.cuda`, ...) keep one.
@@ -209,13 +211,18 @@ def _compiled_inputs(call: ast.Call, compiled: set[str], bindings: dict[str, ast
 
 def _returned(node: ast.expr, functions: dict[str, ast.FunctionDef]) -> ast.expr:
     """What a call of the file's own function returns, where it has one `return` of a written-out
-    tuple or list; else the node itself."""
+    tuple or list, read with the parameters the function never rebinds replaced by what the call
+    gives them; else the node itself. fresh_issues_9's AOTI repro exported `load_customers(1)`
+    returning `(torch.ones(1), n, ...)`: an int in a tensor's place, seen only through `n`."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions):
         return node
-    returns = [n for n in ast.walk(functions[node.func.id]) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))]
-    if len(returns) == 1 and isinstance(returns[0], ast.Return) and isinstance(returns[0].value, (ast.Tuple, ast.List)):
-        return returns[0].value
-    return node
+    function = functions[node.func.id]
+    returns = [n for n in ast.walk(function) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom))]
+    if not (len(returns) == 1 and isinstance(returns[0], ast.Return) and isinstance(returns[0].value, (ast.Tuple, ast.List))):
+        return node
+    rebound = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    binding = {name: value for name, value in (bind_arguments(function.args, node) or {}).items() if name not in rebound}
+    return substitute(returns[0].value, binding) if binding else returns[0].value
 
 
 def _exported_examples(tree: ast.AST, bindings: dict[str, ast.expr],
@@ -478,9 +485,9 @@ def _uses_input(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     grew = True
     while grew:
         grew = False
-        for copy in copies:
-            if copy.value.id in inputs:
-                new = {t.id for t in copy.targets if isinstance(t, ast.Name)} - inputs
+        for assignment in copies:
+            if assignment.value.id in inputs:
+                new = {t.id for t in assignment.targets if isinstance(t, ast.Name)} - inputs
                 inputs |= new
                 grew |= bool(new)
     # a statement that only names or looks up something (`images`, `tokens.reshape`) does nothing,

@@ -460,6 +460,20 @@ def test_names_imported_from_torch_are_read_as_written_out():
     assert not shape("x = compile('1', 'f', 'eval')\n").entry_points  # Python's own compile
 
 
+def test_a_helpers_parameter_returned_as_an_example_is_read_as_the_call_passes_it():
+    """fresh_issues_9's AOTI repro ended exporting `load_customers(1)` returning
+    `(torch.ones(1), n, ...)`: an int in a tensor's place, which the rule saw only as the name `n`."""
+    helper = ("import torch\n\ndef load_customers(n):\n    return (torch.randn(n, 9), torch.randint(12, (n,)))\n\n\n"
+              "torch.export.export(M(), load_customers(16))\n")
+    original = shape(helper)
+    assert not original.kept_by(shape(helper.replace("torch.randint(12, (n,))", "n")))  # 16 in a tensor's place
+    assert original.kept_by(shape(helper.replace("torch.randint(12, (n,))", "torch.ones(n)")))
+    keyword = helper.replace("load_customers(16)", "load_customers(n=torch.ones(2))").replace("torch.randint(12, (n,))", "n")
+    assert original.kept_by(shape(keyword))  # a tensor passed through the parameter is still a tensor
+    rebound = helper.replace("    return", "    n = torch.ones(n)\n    return").replace("torch.randint(12, (n,))", "n")
+    assert original.kept_by(shape(rebound))  # a parameter the helper rebinds is not the call's argument
+
+
 def test_the_module_torch_export_is_not_an_entry_point_its_export_function_is():
     """A repro whose export fails kept `torch.export.load()` after it: it was the last mention of
     the module, and the module counted as the entry point."""
