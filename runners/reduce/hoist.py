@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from runners.reduce.base import format_source, size_key
 from runners.reduce.dead import target_names, without_dead_code
-from runners.reduce.shape import is_compile, is_export
+from runners.reduce.shape import is_compile, is_export, torch_imports
 
 MAX_PROGRAMS = 8
 MAX_DIMS = 8
@@ -55,8 +55,8 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
     """One program per usable record (see the module docstring), smallest first, at most
     MAX_PROGRAMS. With `compare`, each checks its compiled call against the eager one
     (`compared_call`): for a failure that is a difference of values."""
-    entry = entry_call(tree)
-    if entry is None or (compare and is_export(entry)):
+    entry, imports = entry_call(tree), torch_imports(tree)
+    if entry is None or (compare and is_export(entry, imports)):
         return []
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     preamble = preamble_of(tree, entry)
@@ -78,7 +78,7 @@ def hoisted_programs(tree: ast.Module, records: Sequence[Any], compare: bool = F
             model, check = compared_call(tree, entry, instance, args, names)
             tail = [model] + bound + [check]
         else:
-            tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args, known)))]
+            tail = bound + [ast.Expr(packaged(tree, entry_applied(entry, instance, args, known, imports)))]
         tail = under_no_grad(tail, record)
         body = live_statements(copy.deepcopy(preamble), ast.Module(body=tail, type_ignores=[]), modules) + tail
         programs.append(names.named(without_unread(format_source(ast.Module(body=body, type_ignores=[])))))
@@ -213,7 +213,7 @@ def compared_call(tree: ast.Module, entry: ast.expr, instance: ast.expr, args: l
     on the bound inputs: the compiled call checked against the eager one, at the tolerance of the
     script's own check (else torch's accuracy minifier's)."""
     model = names.new("model")
-    compiled = entry_applied(entry, ast.Name(id=model, ctx=ast.Load()), args)
+    compiled = entry_applied(entry, ast.Name(id=model, ctx=ast.Load()), args, imports=torch_imports(tree))
     eager = ast.Call(func=ast.Name(id=model, ctx=ast.Load()), args=copy.deepcopy(args), keywords=[])
     check = ast.Call(func=ast.Attribute(value=_torch_attr("testing"), attr="assert_close", ctx=ast.Load()),
                      args=[compiled, eager], keywords=tolerance_of(tree))
@@ -255,25 +255,26 @@ def without_unread(source: str) -> str:
 
 def entry_call(tree: ast.Module) -> ast.expr | None:
     """The first PT2 entry point in the file: a `torch.compile` call or decorator, or a
-    `torch.export.export` call (source order)."""
-    found = [node for node in ast.walk(tree) if _is_entry(node)]
+    `torch.export.export` call (source order), under the names the file imports them as too."""
+    imports = torch_imports(tree)
+    found = [node for node in ast.walk(tree) if _is_entry(node, imports)]
     return min(found, key=lambda node: (node.lineno, node.col_offset), default=None)
 
 
-def _is_entry(node: ast.AST) -> bool:
+def _is_entry(node: ast.AST, imports: dict[str, str]) -> bool:
     if isinstance(node, ast.Call):
-        return is_compile(node) or is_export(node)
-    return isinstance(node, ast.Attribute) and is_compile(node)
+        return is_compile(node, imports) or is_export(node, imports)
+    return isinstance(node, (ast.Attribute, ast.Name)) and is_compile(node, imports)
 
 
 def entry_applied(entry: ast.expr, instance: ast.expr, inputs: list[ast.expr],
-                  known: frozenset[str] = frozenset()) -> ast.expr:
+                  known: frozenset[str] = frozenset(), imports: dict[str, str] | None = None) -> ast.expr:
     """The entry point as the original wrote it (callee and keywords), applied to `instance` alone:
     `torch.compile(C(...), fullgraph=True)(x, y)` or `torch.export.export(C(...), (x, y))`. An
     export's `dynamic_shapes` stay only when written out from literals and `known` names, those the
     program binds before the call (`{"images": {0: batch}}` after `batch = Dim("batch")`, which may be
     what fails); a name of the original's inputs would be unbound."""
-    if isinstance(entry, ast.Call) and is_export(entry):
+    if isinstance(entry, ast.Call) and is_export(entry, imports):
         keywords = [copy.deepcopy(k) for k in entry.keywords if k.arg not in (None, "dynamic_shapes", "args", "mod")
                     or (k.arg == "dynamic_shapes" and _reads_only(k.value, known))]
         return ast.Call(func=copy.deepcopy(entry.func),
@@ -305,7 +306,7 @@ def packaged(tree: ast.Module, applied: ast.Call) -> ast.expr:
     (`torch._inductor.aoti_compile_and_package(ep, ...)`), where it does: an AOTInductor failure
     happens there, not in the export. Keywords that read the script's names are left out
     (`package_path=path`); literal ones stay (`inductor_configs={...}` may be what fails)."""
-    if not is_export(applied):
+    if not is_export(applied, torch_imports(tree)):
         return applied
     package = next((node for node in ast.walk(tree) if isinstance(node, ast.Call)
                     and isinstance(node.func, ast.Attribute) and node.func.attr == "aoti_compile_and_package"), None)

@@ -18,7 +18,7 @@ from runners.reduce.hoist import (Placeholders, Unrepresentable, assignment, spe
                                   entry_applied, entry_call, in_entry_mode, instantiation, live_statements, preamble_of,
                                   value_expr)
 from runners.reduce.paths import NodePath, replace_with, walk_paths
-from runners.reduce.shape import is_export
+from runners.reduce.shape import is_export, torch_imports
 
 MAX_REPLAYED_CALLS = 16
 
@@ -28,7 +28,7 @@ def replayed_programs(tree: ast.Module, records: Sequence[Any], entry: Any) -> l
     script built it, then called on fresh inputs like each of the script's calls of it, in order
     (`entry`: what a `replay` recording run saw). At most one program."""
     call = entry_call(tree)
-    if call is None or is_export(call) or not isinstance(entry, dict):
+    if call is None or is_export(call, torch_imports(tree)) or not isinstance(entry, dict):
         return []
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     record = next((r for r in records if isinstance(r, dict) and r.get("class") == entry.get("class")), None)

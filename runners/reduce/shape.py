@@ -177,9 +177,11 @@ def is_export(node: ast.AST, imports: dict[str, str] | None = None) -> bool:
     return _torch_attribute(target) == "export"
 
 
-def is_compile(node: ast.AST) -> bool:
-    """`torch.compile` itself, or a call of it."""
+def is_compile(node: ast.AST, imports: dict[str, str] | None = None) -> bool:
+    """`torch.compile` itself, or a call of it; also under a name the file imports it as."""
     target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Name) and imports:
+        return imports.get(target.id) == "torch.compile"
     return _torch_attribute(target) == "compile"
 
 

@@ -127,6 +127,21 @@ def test_an_export_the_original_packages_with_aotinductor_is_packaged_too():
         "requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))), inductor_configs={'max_autotune': True})")
 
 
+def test_entry_points_imported_by_name_are_hoisted_as_the_script_calls_them():
+    """fresh_issues_9's export and AOTI reports call `export` imported from torch.export: no leap
+    was offered, as the file seemed to have no entry point."""
+    script = "from torch.export import export\n" + SCRIPT.replace(
+        "compiled = torch.compile(model, fullgraph=True)",
+        "compiled = torch._inductor.aoti_compile_and_package(export(model, (x, m), dynamic_shapes=shapes), package_path=p)")
+    program = hoisted_programs(ast.parse(script), RECORDS)[0]
+    assert program.splitlines()[-1] == (
+        "torch._inductor.aoti_compile_and_package(export(Attention(Config(dim=16)), (torch.randn(2, 5, 16, "
+        "requires_grad=True), torch.zeros(2, 5, dtype=torch.bool))))")
+    compiled = "from torch import compile as pt2\n" + SCRIPT.replace("torch.compile(model, fullgraph=True)", "pt2(model, fullgraph=True)")
+    assert hoisted_programs(ast.parse(compiled), RECORDS)[0].splitlines()[-1].startswith(
+        "pt2(Attention(Config(dim=16)), fullgraph=True)(torch.randn(2, 5, 16")
+
+
 def test_a_decorated_entry_point_compiles_the_module_the_same_way():
     script = ("import torch\nimport torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
               "        return x.sin()\n\n\n@torch.compile\ndef step(model, x):\n    return model(x)\n\n\n"
