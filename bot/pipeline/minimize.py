@@ -430,14 +430,18 @@ class Minimizer:
         return original, result, None
 
     def is_interesting(self, original: Classification, candidate: str, check_compiler_off: bool) -> bool:
-        """The reducer's predicate: `candidate` keeps `import torch` and a PT2 entry point, fails as
-        `original` did, and (when checked) only with the compiler on. The runs happen only for
-        candidates that pass the checks before them."""
+        """The reducer's predicate: `candidate` keeps `import torch` and a PT2 entry point, (when
+        checked) runs clean with the compiler off, and fails as `original` did. The runs happen
+        only for candidates that pass the checks before them, cheapest first: most candidates a
+        pass makes are broken programs (an argument a call needs, a shape that no longer fits),
+        which fail without the compiler too, and that run compiles nothing. On fresh_issues_9's
+        wrong-result report, 327 of 463 compiled runs failed, most of them so (TypeError 139,
+        a shape error in fake tensors 121), at 0.2-0.3 s each against 0.16 s without the compiler."""
         if not keeps_pt2(candidate):
             return False
-        if not self.fails_same(original, candidate):
+        if check_compiler_off and not self.runs_clean_without_compiler(candidate):
             return False
-        return not check_compiler_off or self.runs_clean_without_compiler(candidate)
+        return self.fails_same(original, candidate)
 
     def runs_clean_without_compiler(self, script: str) -> bool:
         _, run = self.classify_run(script, COMPILER_OFF_ENV)

@@ -150,6 +150,23 @@ def test_an_accuracy_repro_must_keep_failing_only_with_the_compiler_on(classifie
 
 
 @pytest.mark.slow
+def test_a_candidate_broken_without_the_compiler_is_refused_before_anything_compiles(classifier, pool):
+    """Most candidates are broken programs (an argument a call needs is gone): the compiler-off
+    run, which compiles nothing, refuses them on its own."""
+    minimizer = Minimizer(classifier, pool.run)
+    original, _ = minimizer.classify_run(ACCURACY)
+    assert minimizer.needs_compiler_off_check(original, ACCURACY)
+    envs = []
+    run = minimizer.classify_run
+    minimizer.classify_run = lambda script, env=None, **kwargs: envs.append(env) or run(script, env, **kwargs)
+    broken = ACCURACY.replace("torch.randn(8)", "torch.randn()")
+    assert not minimizer.is_interesting(original, broken, check_compiler_off=True)
+    assert envs == [COMPILER_OFF_ENV]
+    assert minimizer.is_interesting(original, ACCURACY.replace("torch.randn(8)", "torch.ones(1)"), check_compiler_off=True)
+    assert envs[1:] == [COMPILER_OFF_ENV, minimizer.backend_env]
+
+
+@pytest.mark.slow
 def test_a_failure_that_eager_shares_is_not_checked_with_the_compiler_off(classifier, pool):
     script = ACCURACY.replace("torch.compile(f)(x)", "f(x) + 1")
     minimizer = Minimizer(classifier, pool.run)
