@@ -6,7 +6,7 @@ tests), `fresh` (benchmarks/fresh_issues/: five more, written by a helper that n
 code, first run at 9f04be5; see that folder's README), `fresh2` (benchmarks/fresh_issues_2/: six more by
 another such helper, first run at 5d1a342), `fresh3` (benchmarks/fresh_issues_3/: six more, first
 run at 72b3b66), `fresh4` (benchmarks/fresh_issues_4/: six more, first run at the commit after the one that
-added them), `fresh5` to `fresh9` (benchmarks/fresh_issues_5/ to _9/: six more each, likewise) and `gpu`. Each issue runs through the real
+added them), `fresh5` to `fresh10` (benchmarks/fresh_issues_5/ to _10/: six more each, likewise) and `gpu`. Each issue runs through the real
 CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way the README's main
 command runs it, with the CLI's default total budget (`--budget-total`, 300 s) unless told
 otherwise. The baseline is the same pipeline with cold runs only (`--jobs 0`: every run a fresh
@@ -57,6 +57,7 @@ SETS = {"examples": issues_in(ROOT / "examples"),
         "fresh7": issues_in(ROOT / "benchmarks" / "fresh_issues_7"),
         "fresh8": issues_in(ROOT / "benchmarks" / "fresh_issues_8"),
         "fresh9": issues_in(ROOT / "benchmarks" / "fresh_issues_9"),
+        "fresh10": issues_in(ROOT / "benchmarks" / "fresh_issues_10"),
         "gpu": issues_in(ROOT / "benchmarks" / "gpu_issues")}
 TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 45.0
 
