@@ -99,6 +99,19 @@ def test_an_input_made_under_inference_mode_recompiles_as_designed():
     assert decide(failure_text=told, layer="dynamo").rule == "layout_recompile"  # the words outside a failed guard
 
 
+def test_a_change_of_global_state_between_calls_recompiles_as_designed():
+    """Dynamo guards the global state (fresh_issues_10's intent server set the float32 matmul
+    precision after its warm-up; the user blamed padding rows and a mask)."""
+    reason = ("torch._dynamo.exc.RecompileError: Recompiling function forward in /sandbox/repro.py:40\n"
+              "    triggered by the following guard failure(s):\n"
+              "    - 0/0: GLOBAL_STATE changed: allow_tf32\n")
+    found = decide(failure_text=reason, layer="dynamo")
+    assert (found.kind, found.rule) == ("limitation", "global_state_recompile"), found
+    assert "set_float32_matmul_precision" in found.reason and not found.wants_regression_test
+    said = "print('GLOBAL_STATE changed')\n" + reason.replace("GLOBAL_STATE changed: allow_tf32", "___check_obj_id(x, 1)")
+    assert decide(failure_text=said, layer="dynamo").kind == "bug"  # the words outside a failed guard
+
+
 def test_one_tensor_passed_for_two_arguments_recompiles_as_designed():
     """Dynamo guards that distinct tensor inputs stay distinct (fresh_issues_7's pair scorer
     scores a batch against itself); the user blamed nn.MultiheadAttention's `query is key`."""
