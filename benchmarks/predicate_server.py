@@ -6,7 +6,8 @@ answers "is this candidate interesting?" with our Minimizer's own judgement:
 `Minimizer.is_interesting(original, candidate, check_compiler_off)` (bot/pipeline/minimize.py: keeps
 `import torch` and a PT2 entry point, classifies to the same category and signature with no
 NameError-style slippage, and, when the original runs clean with Dynamo disabled, runs clean that
-way too). The original and `check_compiler_off` are decided once, at start-up, exactly as
+way too, or where it fails that way, fails there only as it does). The original and
+`check_compiler_off` are decided once, at start-up, exactly as
 `Minimizer.minimize` decides them (`Minimizer.needs_compiler_off_check`). The shortcuts taken before that, "no" without a
 run: a candidate that does not parse (a run could only end in a SyntaxError, which is slippage), and one that is no
 longer the same kind of repro (runners/reduce/shape.py: a bare number where the original compiled or exported a
@@ -140,6 +141,7 @@ class PredicateServer:
         self.backend_env: dict[str, str] = {}
         self.original_output = ""
         self.check_compiler_off = False
+        self.eager_failure = None
         try:
             minimizer = self._minimizer(cache_dir, None)
             self.original, result = minimizer.classify_original(self.source)
@@ -149,6 +151,7 @@ class PredicateServer:
             self.original_warm = result.warm
             self.reproducible = keeps_pt2(self.source) and reproduces(self.original, result.status)
             self.check_compiler_off = self.reproducible and minimizer.needs_compiler_off_check(self.original, self.source)
+            self.eager_failure = minimizer.eager_failure  # where it fails without the compiler otherwise
             self.backend_env = minimizer.cheapest_backend_env(self.original, self.source) if self.reproducible else {}
             if not minimizer.keeps_branch(self.original):  # the same rule as ours (Minimizer.keeps_branch)
                 self.shape = self.shape.without_branch()
@@ -184,6 +187,7 @@ class PredicateServer:
         minimizer.backend_env = self.backend_env
         minimizer.original_output = self.original_output
         minimizer.compiler_off_checked = self.check_compiler_off  # what "the same failure" compares follows it
+        minimizer.eager_failure = self.eager_failure
         return minimizer
 
     # --- the predicate -------------------------------------------------------------------------------

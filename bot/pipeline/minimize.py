@@ -260,6 +260,9 @@ class Minimizer:
         self.backend_env: dict[str, str] = {}  # the cheapest backend the original fails the same way on
         self.original_output = ""  # the original's run output: what a candidate's must still show (keeps_cause)
         self.compiler_off_checked = False  # candidates must run clean with the compiler off (needs_compiler_off_check)
+        # the original's own failure with the compiler off, where it fails otherwise than with it:
+        # candidates may fail that way there too, or run clean, and no other way (runs_as_original_without_compiler)
+        self.eager_failure: Classification | None = None
         self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve)
         self.recent = RecentRuns()  # the latest runs: the result's final classification and the ladder read them
         self.slowest_failing_s = 0.0  # the slowest candidate run that failed the same way (cut_after)
@@ -292,7 +295,7 @@ class Minimizer:
         with self._lock:
             self.full_run_s = seconds
             if self.reducer is not None and self.backend_env:
-                self.reducer.reserve = self.reserve(seconds, self.check_compiler_off)
+                self.reducer.reserve = self.reserve(seconds, self.check_compiler_off or self.eager_failure is not None)
 
     def classify_run(self, script: str, env: dict[str, str] | None = None,
                      cache_dir: str | None = None, timeout_s: float | None = None) -> tuple[Classification, RunResult]:
@@ -439,20 +442,28 @@ class Minimizer:
         a shape error in fake tensors 121), at 0.2-0.3 s each against 0.16 s without the compiler."""
         if not keeps_pt2(candidate):
             return False
-        if check_compiler_off and not self.runs_clean_without_compiler(candidate):
+        if (check_compiler_off or self.eager_failure is not None) and not self.runs_as_original_without_compiler(candidate):
             return False
         return self.fails_same(original, candidate)
 
-    def runs_clean_without_compiler(self, script: str) -> bool:
-        _, run = self.classify_run(script, COMPILER_OFF_ENV)
-        return run.status == "ok"
+    def runs_as_original_without_compiler(self, script: str) -> bool:
+        """Clean with the compiler off; or, where the original itself fails without the compiler
+        (otherwise than with it), failing there as the original does. No candidate may add a
+        failure of its own that only eager reaches: fresh_issues_10's flex-attention repro fails
+        in Inductor before anything runs, and it ended calling `.transpose()` with no arguments
+        on the result; its regression test, which compares with eager, then failed in eager."""
+        classification, run = self.classify_run(script, COMPILER_OFF_ENV)
+        if run.status == "ok":
+            return True
+        return self.eager_failure is not None and classification.signature == self.eager_failure.signature
 
     def needs_compiler_off_check(self, original: Classification, script: str, result: RunResult | None = None,
                                  off_run: tuple[Classification, RunResult] | None = None) -> bool:
         """Whether candidates must also run clean with the compiler off: whenever the original does
         (one run here unless `off_run` is that run already, and one per candidate that already fails
-        the same way). When the original fails without the compiler too, the check cannot tell
-        candidates apart; when it fails the same way (the ladder's judgement, given the original's
+        the same way). When the original fails without the compiler too, otherwise than with it,
+        candidates may fail there only as it does (`eager_failure`, checked though this says False);
+        when it fails the same way (the ladder's judgement, given the original's
         `result`) and the caller asked, there is nothing to minimize: NotReproducible. A script the
         compiler-off stance does not reach (stance_reaches) has no such run: nothing is checked."""
         if not stance_reaches(script):
@@ -463,13 +474,15 @@ class Minimizer:
         if off.status == "ok":
             self.compiler_off_checked = True
             return True
+        if off.status == "failed" and classification.signature != original.signature:
+            self.eager_failure = classification
         if self.stop_when_eager_shares and result is not None:
             table = self.classifier.ruleset.ladder
             target, seen = observed(result, original), observed(off, classification)
             if ladder_rules.rung_outcome(table.compiler_off, target, seen, table.same_refusal) == ladder_rules.FAILS:
                 raise NotReproducible(f"it fails the same way with the compiler off ({seen.exception or off.status}): "
                                       "the code's own failure, with nothing of the compiler's to minimize")
-        log.warning("the script fails with the compiler off too; not checking candidates that way")
+        log.warning("the script fails with the compiler off too; candidates may fail there only as it does")
         return False
 
     def first_runs(self, script: str, reproduced: RunRecord | None
@@ -568,7 +581,7 @@ class Minimizer:
             raise NotReproducible("the script calls no PT2 entry point (torch.compile, torch.export or AOTInductor)")
         self.cache_dir = self.given_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-cache-")
         self.verify_dir = self.verify_cache_dir or tempfile.mkdtemp(prefix="pt2-minimize-verify-")
-        self.compiler_off_checked = False
+        self.compiler_off_checked, self.eager_failure = False, None
         try:
             started = time.monotonic()
             try:
@@ -592,7 +605,8 @@ class Minimizer:
             with self._lock:
                 reducer = self.reducer = Reducer(
                     interesting, budget_s=max(0.0, self.deadline - time.monotonic()), parallelism=self.parallelism,
-                    replacements=replacements, reserve=self.reserve(self.full_run_s or full_s, check_compiler_off),
+                    replacements=replacements,
+                    reserve=self.reserve(self.full_run_s or full_s, check_compiler_off or self.eager_failure is not None),
                     stop=self.cancelled.is_set, keep_branch=self.keeps_branch(original))
             reduced = reducer.reduce(script, leaps=leaps, known_interesting=True)
             if self.cancelled.is_set():

@@ -166,6 +166,37 @@ def test_a_candidate_broken_without_the_compiler_is_refused_before_anything_comp
     assert envs[1:] == [COMPILER_OFF_ENV, minimizer.backend_env]
 
 
+FAILS_IN_EAGER_TOO = """\
+import torch
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "compile_error"
+
+
+def f(x):
+    return torch.relu(x) + 1
+
+
+torch.compile(f)(torch.randn(8)).sum().backward()
+"""
+
+
+@pytest.mark.slow
+def test_where_eager_fails_otherwise_a_candidate_may_fail_there_only_the_same_way(classifier, pool):
+    """Compiled, the script fails in Inductor; without the compiler it gets further and fails in
+    `backward()` (nothing requires grad). A candidate may keep that eager failure or lose it, but
+    not add one of its own: fresh_issues_10's flex-attention repro ended calling `.transpose()`
+    with no arguments past the point Inductor fails, and its regression test failed in eager."""
+    minimizer = Minimizer(classifier, pool.run)
+    original, _ = minimizer.classify_run(FAILS_IN_EAGER_TOO)
+    assert original.category == "backend_compiler_failed"
+    assert not minimizer.needs_compiler_off_check(original, FAILS_IN_EAGER_TOO)
+    assert "does not require grad" in minimizer.eager_failure.signature
+    own_failure = FAILS_IN_EAGER_TOO.replace(".sum().backward()", ".transpose()")
+    assert minimizer.fails_same(original, own_failure)  # compiled, it never gets that far
+    assert not minimizer.is_interesting(original, own_failure, check_compiler_off=False)
+    assert minimizer.is_interesting(original, FAILS_IN_EAGER_TOO.replace("randn(8)", "ones(1)"), check_compiler_off=False)
+    assert minimizer.is_interesting(original, FAILS_IN_EAGER_TOO.replace(".sum().backward()", ""), check_compiler_off=False)
+
+
 @pytest.mark.slow
 def test_a_failure_that_eager_shares_is_not_checked_with_the_compiler_off(classifier, pool):
     script = ACCURACY.replace("torch.compile(f)(x)", "f(x) + 1")
