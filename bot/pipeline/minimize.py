@@ -266,6 +266,7 @@ class Minimizer:
         self.run_seconds: dict[str, float] = {}  # env_key -> the latest run's duration there (reserve)
         self.recent = RecentRuns()  # the latest runs: the result's final classification and the ladder read them
         self.slowest_failing_s = 0.0  # the slowest candidate run that failed the same way (cut_after)
+        self.slowest_off_s = 0.0  # the slowest compiler-off run that passed its check, the original's included
         self.runs_cut = 0  # candidate runs stopped at cut_after
 
     def run_timeout(self) -> float:
@@ -276,11 +277,12 @@ class Minimizer:
             return self.timeout_s
         return max(CONFIRM_GRACE_S, min(self.timeout_s, self.deadline - time.monotonic()))
 
-    def cut_after(self, limit: float) -> float:
+    def cut_after(self, limit: float, off: bool = False) -> float:
         """A search candidate's time limit: `limit` (run_timeout), or less once candidates have failed
-        the same way (CUT_FACTOR). Never for the re-checks of a result, which must not be lost to a slow run."""
+        the same way (CUT_FACTOR), or with `off`, once compiler-off runs have passed their check.
+        Never for the re-checks of a result, which must not be lost to a slow run."""
         with self._lock:
-            slowest = self.slowest_failing_s
+            slowest = self.slowest_off_s if off else self.slowest_failing_s
         if not slowest or self.deadline is None or (self.reducer is not None and self.reducer.confirming):
             return limit
         return min(limit, max(CUT_FLOOR_S, CUT_FACTOR * slowest))
@@ -451,11 +453,20 @@ class Minimizer:
         (otherwise than with it), failing there as the original does. No candidate may add a
         failure of its own that only eager reaches: fresh_issues_10's flex-attention repro fails
         in Inductor before anything runs, and it ended calling `.transpose()` with no arguments
-        on the result; its regression test, which compares with eager, then failed in eager."""
-        classification, run = self.classify_run(script, COMPILER_OFF_ENV)
-        if run.status == "ok":
-            return True
-        return self.eager_failure is not None and classification.signature == self.eager_failure.signature
+        on the result; its regression test, which compares with eager, then failed in eager.
+        A run still going well past every compiler-off run that passed is cut, as in fails_same
+        (fresh_issues_10's wrong-result report: a candidate that ran 100 s)."""
+        uncut = self.run_timeout()
+        limit = self.cut_after(uncut, off=True)
+        classification, run = self.classify_run(script, COMPILER_OFF_ENV, timeout_s=limit)
+        passed = run.status == "ok" or (self.eager_failure is not None
+                                        and classification.signature == self.eager_failure.signature)
+        with self._lock:
+            if passed:
+                self.slowest_off_s = max(self.slowest_off_s, run.duration_s)
+            else:
+                self.runs_cut += run.status == "timeout" and limit < uncut
+        return passed
 
     def needs_compiler_off_check(self, original: Classification, script: str, result: RunResult | None = None,
                                  off_run: tuple[Classification, RunResult] | None = None) -> bool:
@@ -471,6 +482,7 @@ class Minimizer:
                      "AOTInductor ignore it); not checking candidates that way")
             return False
         classification, off = off_run or self.classify_run(script, COMPILER_OFF_ENV)
+        self.slowest_off_s = off.duration_s
         if off.status == "ok":
             self.compiler_off_checked = True
             return True

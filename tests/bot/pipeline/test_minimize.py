@@ -351,9 +351,14 @@ def test_a_candidate_running_well_past_the_same_failure_is_cut_short(classifier,
     minimizer.slowest_failing_s = 6.0
     assert minimizer.fails_same(original, GRAPH_BREAK.replace("3", "5"))
     assert minimizer.cut_after(120) == 18.0
+    # the compiler-off check's own runs are cut the same way, after the slowest that passed it
+    minimizer.slowest_off_s = 0.5
+    assert not minimizer.runs_as_original_without_compiler(past_the_failure)
+    assert limits[-1] == CUT_FLOOR_S and minimizer.runs_cut == 2
+    assert minimizer.cut_after(120, off=True) == CUT_FLOOR_S and minimizer.cut_after(120) == 18.0
     minimizer.reducer = Reducer(lambda source: True)
     minimizer.reducer.confirming = True
-    assert minimizer.cut_after(120) == 120
+    assert minimizer.cut_after(120) == 120 and minimizer.cut_after(120, off=True) == 120
 
 
 RECOMPILES = """\
