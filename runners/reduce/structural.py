@@ -6,6 +6,7 @@ import ast
 from typing import Iterator, Sequence
 
 from runners.reduce.base import Edit, NodePath
+from runners.reduce.dead import target_names
 from runners.reduce.paths import (
     child_expressions, replace_with, replace_with_child, replace_with_part, resolve, statement_lists, walk_paths)
 
@@ -41,13 +42,19 @@ UNWRAPPABLE = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.
 
 
 def unwrap_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
-    """Replace a compound statement by one of its bodies, and split `a, b = x, y` into one
-    assignment each (so the half nothing reads can go)."""
+    """Replace a compound statement by one of its bodies, split `a, b = x, y` into one assignment
+    each (so the half nothing reads can go), and keep only the value of an assignment whose names
+    nothing reads where that value calls something (`cos, sin = rope_tables(T)` -> `rope_tables(T)`:
+    the call may be what fails, so the dead-code pass keeps it; fresh_issues_10's export repro
+    otherwise ended with `() = rope_tables(T)`, its targets dropped one by one)."""
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store)}
     for owner_path, name in statement_lists(tree):
         owner = resolve(tree, owner_path)
         for index, statement in enumerate(getattr(owner, name)):
             if _pairs(statement):
                 yield "unwrap", _split_assignment(owner_path, name, index)
+            if _unread_call_result(statement, read):
+                yield "unwrap", _value_alone(owner_path, name, index)
             for body_name in ("body", "orelse", "finalbody"):
                 body = getattr(statement, body_name, None)
                 if isinstance(statement, UNWRAPPABLE) \
@@ -56,6 +63,23 @@ def unwrap_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
             if isinstance(statement, ast.Try):
                 for handler_index in range(len(statement.handlers)):
                     yield "unwrap", _splice(owner_path, name, index, "handlers", handler_index)
+
+
+def _unread_call_result(statement: ast.stmt, read: set[str]) -> bool:
+    if not (isinstance(statement, ast.Assign) and any(isinstance(n, ast.Call) for n in ast.walk(statement.value))):
+        return False
+    names = [n for target in statement.targets for n in target_names(target)]
+    return None not in names and not any(n in read or n.startswith("__") for n in names)
+
+
+def _value_alone(owner_path: NodePath, name: str, index: int) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        items = getattr(resolve(tree, owner_path), name)
+        if index >= len(items) or not isinstance(items[index], ast.Assign):
+            return False
+        items[index] = ast.Expr(value=items[index].value)
+        return True
+    return edit
 
 
 def _splice(owner_path: NodePath, name: str, index: int, body_name: str, handler: int | None = None) -> Edit:

@@ -145,6 +145,22 @@ def test_a_function_called_once_is_inlined_into_its_caller():
     assert result.stats.passes.get("inline")
 
 
+def test_an_assignment_nothing_reads_keeps_only_the_call_that_fails():
+    """fresh_issues_10's export repro ended with `() = rope_tables(T)`: the call is what fails
+    (an lru_cache hashing a SymInt), and its unpacked results were dropped one target at a time."""
+    def raises_value_error_3(source: str) -> bool:
+        try:
+            exec(compile(source, "<candidate>", "exec"), {})
+        except ValueError as error:
+            return error.args == (3,) and "tables(3)" in source
+        except Exception:
+            return False
+        return False
+    source = "def tables(n):\n    raise ValueError(n)\n\n\ncos, sin = tables(3)\nprint(cos)\n"
+    result = reduce_source(source, raises_value_error_3)
+    assert result.source.splitlines()[-1] == "tables(3)", result.source
+
+
 def test_a_method_called_once_through_self_is_inlined_and_loses_the_parameters_it_ignores():
     """The detector's `self.postprocess(boxes, scores)` in `forward`: the method's body moves to
     its one call and the unread `boxes` goes with its argument (fresh_issues_3's export report)."""
