@@ -33,6 +33,9 @@ EXCEPTION_HEAD = (_TS + r"(?:E {1,8})?(?:\x1b\[[0-9;]*m)*(?:[A-Za-z_][\w.]*"
                   r"|[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*)"
                   r"(?:\x1b\[[0-9;]*m)*(?::|[ \t\r]*$)")
 FAILED_TEST = _TS + r"(?:FAILED|ERROR) +\S+::\S+"
+# A graph break's registry id (GB_ID_RE's), on any line: the first one logged is the fallback id of
+# a logged break, so the scan of a log's head looks for it until it has one.
+GB_ID = r"(?i:\bGB\d{4}\b)"
 PT2_MENTION = (r"torch\.compile|torch\._dynamo|torch\._inductor|torch\.export|torch\._export|torch\._functorch"
                r"|TORCHDYNAMO|TORCHINDUCTOR|TORCH_COMPILE|TORCH_LOGS|TORCH_TRACE|torchinductor|[Ii]nductor|[Dd]ynamo"
                r"|[Aa][Oo][Tt][_ ]?[Aa]utograd|aoti_|AOTI|fullgraph|triton_(?:poi|red|per|tem)_|torch\._higher_order_ops"
@@ -118,7 +121,7 @@ class Scanner:
 
     def __init__(self, ruleset: Ruleset):
         self.line_patterns: tuple[Pattern, ...] = ruleset.in_scope("line")
-        self.structure = [TRACEBACK, CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST]
+        self.structure = [TRACEBACK, CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST, GB_ID]
         self.union = self._union(range(len(self.line_patterns)), self.structure)
         self.line_set = re2.Set.SearchSet(re2.Options())
         for pattern in self.line_patterns:
@@ -202,12 +205,15 @@ class Scanner:
             pos = line_end + 1
 
     def _first_hits(self, result: ScanResult, buf, end: int, wants_last_head: bool) -> int:
-        """Where each `line` rule first fired in buf[:end], the failed tests there and (when asked)
-        the last exception line: one search per hit line, with a union that loses each rule as soon
-        as it has fired. Returns the number of newlines in buf[:end]."""
+        """Where each `line` rule first fired in buf[:end], the failed tests there, the first graph
+        break id and (when asked) the last exception line: one search per hit line, with a union
+        that loses each rule as soon as it has fired, and the id once it is found (it is often on
+        a later line of the first logged break than the one its rule fired on). Returns the number
+        of newlines in buf[:end]."""
         remaining = set(range(len(self.line_patterns)))
         pos, line_no, counted_to = 0, 1, 0
-        union = self._cached_union(remaining, wants_last_head)
+        wants_gb = True
+        union = self._cached_union(remaining, wants_last_head, wants_gb)
         while pos < end and union is not None:
             match = union.search(buf, pos, end)
             _release(buf, 0, match.start() if match else end, keep=RESIDENT_BYTES)
@@ -222,16 +228,18 @@ class Scanner:
             fired = self._record(result, raw, text_start, line_no, structure=False)
             if wants_last_head and self.exception_head.search(raw.decode("utf-8", errors="replace")):
                 result.exception_heads.append(Mark(text_start, line_no))
-            if fired & remaining:
+            if fired & remaining or (wants_gb and result.graph_break_ids):
                 remaining -= fired
-                union = self._cached_union(remaining, wants_last_head)
+                wants_gb = not result.graph_break_ids
+                union = self._cached_union(remaining, wants_last_head, wants_gb)
             pos = line_end + 1
         return line_no - 1 + count_newlines(buf, counted_to, end)
 
-    def _cached_union(self, remaining: set[int], with_heads: bool = False):
-        key = (frozenset(remaining), with_heads)
+    def _cached_union(self, remaining: set[int], with_heads: bool = False, with_gb: bool = False):
+        key = (frozenset(remaining), with_heads, with_gb)
         if key not in self._unions:
-            self._unions[key] = self._union(sorted(remaining), [FAILED_TEST] + ([EXCEPTION_HEAD] if with_heads else []))
+            extra = [FAILED_TEST] + ([EXCEPTION_HEAD] if with_heads else []) + ([GB_ID] if with_gb else [])
+            self._unions[key] = self._union(sorted(remaining), extra)
         return self._unions[key]
 
     def _record(self, result: ScanResult, raw: bytes, offset: int, line_no: int, structure: bool = True) -> set[int]:

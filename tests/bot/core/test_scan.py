@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -43,6 +44,20 @@ def test_reading_from_the_end_finds_what_a_forward_scan_finds(classifier, fixtur
     assert from_end.graph_break_ids[0] == whole.graph_break_ids[0]
     assert set(from_end.graph_break_ids) <= set(whole.graph_break_ids)
     assert tail_start <= from_end.tracebacks[0].line
+
+
+def test_the_first_graph_break_id_is_found_where_its_break_names_it(classifier, fixture_bytes, monkeypatch):
+    """A logged break names its id on its ninth line, after the rule that reads it has fired: the
+    scan of a log's head kept that rule's first line only, and took a later break's id for the first."""
+    head = (RECORDED / "gb_logged_logger_call.log").read_bytes()
+    filler = b"".join(b"step %d loss 0.3\n" % i for i in range(400_000))
+    log = head + filler + (RECORDED / "gb_logged_data_dependent_if.log").read_bytes() + \
+        fixture_bytes("fullgraph_data_dependent_branch.log")
+    from_end = classifier.scanner.scan(log)
+    monkeypatch.setattr(scan_module, "FULL_SCAN_BYTES", len(log) + 1)
+    whole = classifier.scanner.scan(log)
+    first_id = "GB" + re.search(rb"(?i)\bGB(\d{4})\b", head).group(1).decode()
+    assert from_end.graph_break_ids[0] == whole.graph_break_ids[0] == first_id
 
 
 def test_a_log_without_any_error_is_scanned_whole(classifier):
