@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bot.core.ruleset import load_ruleset  # noqa: E402
-from bot.core.scan import CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST, TRACEBACK  # noqa: E402
+from bot.core.scan import CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST, GB_ID, TRACEBACK  # noqa: E402
 from ere import to_ere  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "bot" / "fixtures"
@@ -84,7 +84,7 @@ def write_dense(path: Path, size_bytes: int) -> None:
 
 
 def anchors(ruleset) -> list[str]:
-    return [p.regex for p in ruleset.in_scope("line")] + [TRACEBACK, CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST]
+    return [p.regex for p in ruleset.in_scope("line")] + [TRACEBACK, CHAIN_SEPARATOR, EXCEPTION_HEAD, FAILED_TEST, GB_ID]
 
 
 def re2_matching_lines(path: Path, patterns: list[str]) -> int:
