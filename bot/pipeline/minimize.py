@@ -297,7 +297,7 @@ class Minimizer:
         with self._lock:
             self.full_run_s = seconds
             if self.reducer is not None and self.backend_env:
-                self.reducer.reserve = self.reserve(seconds, self.check_compiler_off or self.eager_failure is not None)
+                self.reducer.reserve = self.reserve(seconds, self.guarded_without_compiler(self.check_compiler_off))
 
     def classify_run(self, script: str, env: dict[str, str] | None = None,
                      cache_dir: str | None = None, timeout_s: float | None = None) -> tuple[Classification, RunResult]:
@@ -324,16 +324,28 @@ class Minimizer:
         failure the script's own check words (`minimize_same: category`) matches on the category
         alone, and only while the compiler-off run guards every candidate."""
         run_env = self.backend_env if env is None else env
+        classification, run, cut_short = self.cut_run(script, run_env)
+        passed = same_failure(target, classification, run.status, self.match(target))
+        self.count_cut_run(run, passed, cut_short)
+        return passed and self.keeps_cause(target.category, output_text(run))
+
+    def cut_run(self, script: str, env: dict[str, str], off: bool = False) -> tuple[Classification, RunResult, bool]:
+        """A search candidate's run under its cut (cut_after), and whether the cut stopped it."""
         uncut = self.run_timeout()
-        limit = self.cut_after(uncut)
-        classification, run = self.classify_run(script, run_env, timeout_s=limit)
-        if not same_failure(target, classification, run.status, self.match(target)):
-            with self._lock:
-                self.runs_cut += run.status == "timeout" and limit < uncut
-            return False
+        limit = self.cut_after(uncut, off)
+        classification, run = self.classify_run(script, env, timeout_s=limit)
+        return classification, run, run.status == "timeout" and limit < uncut
+
+    def count_cut_run(self, run: RunResult, passed: bool, cut_short: bool, off: bool = False) -> None:
+        """A run that passed its check raises the cut for later ones (the slowest so far); one
+        stopped at its cut counts in runs_cut."""
         with self._lock:
-            self.slowest_failing_s = max(self.slowest_failing_s, run.duration_s)
-        return self.keeps_cause(target.category, output_text(run))
+            if passed and off:
+                self.slowest_off_s = max(self.slowest_off_s, run.duration_s)
+            elif passed:
+                self.slowest_failing_s = max(self.slowest_failing_s, run.duration_s)
+            else:
+                self.runs_cut += cut_short
 
     def keeps_cause(self, category: str, output: str) -> bool:
         """Whether a run's output still shows what the original's showed of the failure's cause:
@@ -444,9 +456,14 @@ class Minimizer:
         a shape error in fake tensors 121), at 0.2-0.3 s each against 0.16 s without the compiler."""
         if not keeps_pt2(candidate):
             return False
-        if (check_compiler_off or self.eager_failure is not None) and not self.runs_as_original_without_compiler(candidate):
+        if self.guarded_without_compiler(check_compiler_off) and not self.runs_as_original_without_compiler(candidate):
             return False
         return self.fails_same(original, candidate)
+
+    def guarded_without_compiler(self, check_compiler_off: bool) -> bool:
+        """Whether each candidate runs with the compiler off too: to run clean there, or to fail
+        there only as the original does (eager_failure)."""
+        return check_compiler_off or self.eager_failure is not None
 
     def runs_as_original_without_compiler(self, script: str) -> bool:
         """Clean with the compiler off; or, where the original itself fails without the compiler
@@ -456,16 +473,10 @@ class Minimizer:
         on the result; its regression test, which compares with eager, then failed in eager.
         A run still going well past every compiler-off run that passed is cut, as in fails_same
         (fresh_issues_10's wrong-result report: a candidate that ran 100 s)."""
-        uncut = self.run_timeout()
-        limit = self.cut_after(uncut, off=True)
-        classification, run = self.classify_run(script, COMPILER_OFF_ENV, timeout_s=limit)
+        classification, run, cut_short = self.cut_run(script, COMPILER_OFF_ENV, off=True)
         passed = run.status == "ok" or (self.eager_failure is not None
                                         and classification.signature == self.eager_failure.signature)
-        with self._lock:
-            if passed:
-                self.slowest_off_s = max(self.slowest_off_s, run.duration_s)
-            else:
-                self.runs_cut += run.status == "timeout" and limit < uncut
+        self.count_cut_run(run, passed, cut_short, off=True)
         return passed
 
     def needs_compiler_off_check(self, original: Classification, script: str, result: RunResult | None = None,
@@ -618,7 +629,7 @@ class Minimizer:
                 reducer = self.reducer = Reducer(
                     interesting, budget_s=max(0.0, self.deadline - time.monotonic()), parallelism=self.parallelism,
                     replacements=replacements,
-                    reserve=self.reserve(self.full_run_s or full_s, check_compiler_off or self.eager_failure is not None),
+                    reserve=self.reserve(self.full_run_s or full_s, self.guarded_without_compiler(check_compiler_off)),
                     stop=self.cancelled.is_set, keep_branch=self.keeps_branch(original))
             reduced = reducer.reduce(script, leaps=leaps, known_interesting=True)
             if self.cancelled.is_set():
