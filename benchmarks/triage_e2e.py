@@ -6,7 +6,7 @@ tests), `fresh` (benchmarks/fresh_issues/: five more, written by a helper that n
 code, first run at 9f04be5; see that folder's README), `fresh2` (benchmarks/fresh_issues_2/: six more by
 another such helper, first run at 5d1a342), `fresh3` (benchmarks/fresh_issues_3/: six more, first
 run at 72b3b66), `fresh4` (benchmarks/fresh_issues_4/: six more, first run at the commit after the one that
-added them), `fresh5` to `fresh10` (benchmarks/fresh_issues_5/ to _10/: six more each, likewise) and `gpu`. Each issue runs through the real
+added them), `fresh5` and on (benchmarks/fresh_issues_N/ is `freshN`: six more each, likewise) and `gpu`. Each issue runs through the real
 CLI in a subprocess (fresh interpreter, real torch, sandboxed runs), the way the README's main
 command runs it, with the CLI's default total budget (`--budget-total`, 300 s) unless told
 otherwise. The baseline is the same pipeline with cold runs only (`--jobs 0`: every run a fresh
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,18 +47,16 @@ def issues_in(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*.md") if p.name != "README.md")
 
 
+def held_out_sets() -> dict[str, list[Path]]:
+    """benchmarks/fresh_issues/ is `fresh`, benchmarks/fresh_issues_N/ is `freshN`: one set per folder."""
+    folders = (ROOT / "benchmarks").glob("fresh_issues*")
+    return {"fresh" + folder.name[len("fresh_issues_"):]: issues_in(folder) for folder in sorted(folders)
+            if re.fullmatch(r"fresh_issues(_\d+)?", folder.name)}
+
+
 SETS = {"examples": issues_in(ROOT / "examples"),
         "realistic": issues_in(ROOT / "benchmarks" / "realistic_issues"),
-        "fresh": issues_in(ROOT / "benchmarks" / "fresh_issues"),
-        "fresh2": issues_in(ROOT / "benchmarks" / "fresh_issues_2"),
-        "fresh3": issues_in(ROOT / "benchmarks" / "fresh_issues_3"),
-        "fresh4": issues_in(ROOT / "benchmarks" / "fresh_issues_4"),
-        "fresh5": issues_in(ROOT / "benchmarks" / "fresh_issues_5"),
-        "fresh6": issues_in(ROOT / "benchmarks" / "fresh_issues_6"),
-        "fresh7": issues_in(ROOT / "benchmarks" / "fresh_issues_7"),
-        "fresh8": issues_in(ROOT / "benchmarks" / "fresh_issues_8"),
-        "fresh9": issues_in(ROOT / "benchmarks" / "fresh_issues_9"),
-        "fresh10": issues_in(ROOT / "benchmarks" / "fresh_issues_10"),
+        **held_out_sets(),
         "gpu": issues_in(ROOT / "benchmarks" / "gpu_issues")}
 TARGET_EXAMPLE, TARGET_S = "graph_break_fullgraph", 45.0
 
