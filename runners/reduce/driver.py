@@ -36,12 +36,12 @@ from runners.reduce.classes import class_edits
 from runners.reduce.dead import dead_code_edits
 from runners.reduce.folds import fold_edits
 from runners.reduce.literals import literal_edits
-from runners.reduce.modules import attribute_edits, default_edits, function_edits
+from runners.reduce.modules import attribute_edits, default_edits, function_edits, layer_edits
 from runners.reduce.records import field_edits
 
 
 PASSES: tuple[Callable[..., Iterator[tuple[str, Edit]]], ...] = (
-    dead_code_edits, statement_edits, unwrap_edits, instance_edits, attribute_edits, default_edits, field_edits,
+    dead_code_edits, statement_edits, unwrap_edits, instance_edits, layer_edits, attribute_edits, default_edits, field_edits,
     parameter_edits, function_edits, class_edits, fold_edits, inline_edits, literal_edits, argument_edits, expression_edits, constant_edits)
 
 

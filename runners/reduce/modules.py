@@ -37,6 +37,50 @@ def attribute_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
                 yield "attributes", _read_as_constant(cls.name, attribute, constant)
 
 
+def layer_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
+    """Drop a layer the way a maintainer does: `self.norm = nn.LayerNorm(64)` goes, and each
+    `self.norm(h)` becomes `h`, in one edit. Two separate edits (the call, then the unused
+    attribute) are not enough where the failure names the module's state: an AOTI package's
+    `load_constants` rejecting the first key it does not know, or a state dict's missing keys,
+    names the layer whose call alone went (`Constant not found: tags.bias` for
+    `Constant not found: emb.weight`), so neither half alone keeps the signature. The attribute
+    must be set once in `__init__` and read only as `self.X(one_argument)` inside the class."""
+    for cls in _classes(tree):
+        init = _method(cls, "__init__")
+        if init is None or not init.args.args:
+            continue
+        for attribute, _ in _init_assignments(init):
+            reads = [node for node in _self_attributes(cls, attribute) if isinstance(node.ctx, ast.Load)]
+            if reads and _only_set_and_read_in(tree, cls, attribute) and _all_called_on_one(cls, reads):
+                yield "layers", _dropped_layer(cls.name, attribute)
+
+
+def _all_called_on_one(cls: ast.ClassDef, reads: list[ast.Attribute]) -> bool:
+    """Every read of the attribute is the callee of a call with one positional argument and nothing else."""
+    callees = {id(node.func) for node in ast.walk(cls) if isinstance(node, ast.Call) and len(node.args) == 1
+               and not node.keywords and not isinstance(node.args[0], ast.Starred)}
+    return all(id(read) in callees for read in reads)
+
+
+def _dropped_layer(class_name: str, attribute: str) -> Edit:
+    def edit(tree: ast.AST) -> bool:
+        cls = next((n for n in _classes(tree) if n.name == class_name), None)
+        init = cls and _method(cls, "__init__")
+        if init is None:
+            return False
+        receiver = init.args.args[0].arg
+        init.body = [s for s in init.body if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+                                                  and isinstance(s.targets[0], ast.Attribute)
+                                                  and s.targets[0].attr == attribute
+                                                  and _names(s.targets[0].value, receiver))] or [ast.Pass()]
+        reads = {id(node) for node in _self_attributes(cls, attribute)}
+        for path, node in reversed(list(walk_paths(cls))):  # inner calls first: `self.f(self.f(x))`
+            if isinstance(node, ast.Call) and id(node.func) in reads:
+                set_child(resolve(cls, path[:-1]), path[-1], node.args[0])
+        return True
+    return edit
+
+
 def default_edits(tree: ast.AST) -> Iterator[tuple[str, Edit]]:
     """Put in place a parameter every call gives the same literal (or leaves at its literal
     default), and drop it from the signature and the calls: `nn.Linear(dim, tags)` in an

@@ -1,4 +1,5 @@
-"""Taking modules apart: a constant attribute read in place, a stateless module as a plain function."""
+"""Taking modules apart: a constant attribute read in place, a stateless module as a plain function, a
+layer dropped with its calls."""
 from __future__ import annotations
 
 import ast
@@ -6,7 +7,7 @@ import copy
 
 from runners.reduce import Reducer
 from runners.reduce.base import format_source
-from runners.reduce.modules import attribute_edits, default_edits, function_edits
+from runners.reduce.modules import attribute_edits, default_edits, function_edits, layer_edits
 from tests.runners.test_reduce import prints
 
 ROUTER = """\
@@ -176,3 +177,48 @@ def test_an_unread_forward_parameter_goes_with_its_example_under_an_imported_exp
     assert "export(Churn(), (torch.ones(2),))" in dropped[0]
     other = ast.parse(source.replace("from torch.export import export\n", "from mylib import export\n"))
     assert not any(edit(copy.deepcopy(other)) for _, edit in parameter_edits(other))  # another library's export
+
+
+TIED = """\
+import torch
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(31, 8)
+        self.mix = nn.Linear(8, 8)
+        self.tags = nn.Linear(8, 3)
+        self.head = nn.Linear(8, 31)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        h = self.mix(self.mix(self.emb(ids)))
+        return self.tags(h), self.head(h)
+
+
+runner = torch._inductor.aoti_load_package(torch._inductor.aoti_compile_and_package(
+    torch.export.export(Tagger(), (torch.randint(31, (1, 4)),))))
+runner.load_constants(Tagger().state_dict(), check_full_update=True)
+"""
+
+
+def test_a_layer_goes_with_its_calls_in_one_edit():
+    """The package's `load_constants` names the first key it does not know: dropping `self.tags(h)`
+    alone would name `tags.bias` instead, so the layer and its calls go together."""
+    programs = [program for _, program in applied(TIED, layer_edits)]
+    dropped = {layer: program for program in programs for layer in ("emb", "mix", "tags", "head")
+               if f"self.{layer}" not in program}
+    assert len(programs) == 2 and set(dropped) == {"mix", "tags"}  # emb and head are read as more than a call
+    assert "self.tags" not in dropped["tags"] and "return (h, self.head(h))" in dropped["tags"]
+    assert "self.mix" not in dropped["mix"] and "h = self.emb(ids)" in dropped["mix"]  # nested calls too
+
+
+def test_a_layer_read_otherwise_than_called_on_one_argument_stays():
+    for changed in ("return self.tags(h, h), self.head(h)", "return self.tags(h), self.head(h), self.tags.weight",
+                    "return self.tags(input=h), self.head(h)"):
+        source = TIED.replace("return self.tags(h), self.head(h)", changed)
+        assert not any("self.tags" not in program for _, program in applied(source, layer_edits)), changed
+    read_outside = TIED + "print(Tagger().tags)\n"
+    assert not any("self.tags" not in program for _, program in applied(read_outside, layer_edits))
