@@ -78,15 +78,25 @@ def _blocks(tree: ast.AST) -> Iterator[tuple[ast.AST, list[ast.stmt]]]:
 
 
 def _inert(statement: ast.stmt) -> bool:
-    """A bare name or constant as a statement (`...`, the placeholder body, stays), or a loop whose
+    """A bare name or constant as a statement (`...`, the placeholder body, stays), `h = h`, or a loop whose
     body never runs: `for q in []:` once the search emptied what it walks (the AOTI report's
     serving loop ended as `for query in []: q = embed()`), `while False:`."""
     if isinstance(statement, (ast.For, ast.While)):
         return not statement.orelse and _never_loops(statement)
+    if _self_assignment(statement):
+        return True
     if not isinstance(statement, ast.Expr):
         return False
     value = statement.value
     return isinstance(value, ast.Name) or isinstance(value, ast.Constant) and value.value is not Ellipsis
+
+
+def _self_assignment(statement: ast.stmt) -> bool:
+    """`h = h`: what is left of `h = self.norm(h)` once the layer went. (Inside a function where `h`
+    is not yet bound it raises, so the candidate's run decides, as for every dead-code edit.)"""
+    return (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name) and isinstance(statement.value, ast.Name)
+            and statement.targets[0].id == statement.value.id)
 
 
 # builtins whose result is empty when their (first) argument is: `enumerate([])`, `list(())`

@@ -469,7 +469,7 @@ def test_unread_assignments_that_call_nothing_are_dead():
 
 def test_statements_that_do_nothing_are_dead():
     """What a budget-bound search left in the recompile_limit case: the model's name alone on a line
-    and an `__init__` that only calls `super().__init__()`. The placeholder `...` and an `__init__`
+    and an `__init__` that only calls `super().__init__()`; `x = x`. The placeholder `...` and an `__init__`
     that does more stay."""
     from runners.reduce.dead import without_dead_code
 
@@ -480,6 +480,7 @@ def test_statements_that_do_nothing_are_dead():
         "        super().__init__()\n"
         "    def forward(self, x):\n"
         "        0\n"
+        "        x = x\n"
         "        return x\n"
         "class Sized(torch.nn.Module):\n"
         "    def __init__(self, n=2):\n"
@@ -494,6 +495,7 @@ def test_statements_that_do_nothing_are_dead():
         "Sized()\n")
     cleaned = without_dead_code(source)
     assert "__init__(self)" not in cleaned and "\nmodel\n" not in cleaned and "0\n" not in cleaned
+    assert "x = x" not in cleaned  # what a dropped layer's `x = self.norm(x)` leaves
     assert "pass" not in cleaned and "def __init__(self, n=2)" in cleaned and "..." in cleaned
     assert ast.parse(cleaned) and without_dead_code(cleaned) == cleaned
 
