@@ -347,12 +347,22 @@ def _compile_error_lines(chain: ExceptionChain) -> list[Evidence]:
     return found
 
 
+def _announced_line(exc) -> str | None:
+    """The line a head only announces: `BackendCompilerFailed: backend='inductor' raised:` names the
+    failure on the next line of its message (`NotImplementedError: the derivative for ...`). Without
+    it every failure under that wrapper had one signature, and the minimizer counted any of them as
+    "the same failure"."""
+    if not exc.head.rstrip().endswith(":"):
+        return None
+    return next((line.strip() for line in exc.message.split("\n")[1:] if line.strip()), None)
+
+
 def _signature(category: str, winner: Match, chain: ExceptionChain | None, graph_break_id: str | None) -> str:
     """Exception type and message head (plus the first compiler `error:` line) when an exception
     decided; the GB id for a logged graph break; else the deciding log line."""
     if chain and winner.pattern.scope != "line":
-        detail = next((e.text for e in _compile_error_lines(chain)), None)
         exc = chain.final
+        detail = next((e.text for e in _compile_error_lines(chain)), None) or _announced_line(exc)
         message_head = exc.head.split(":", 1)[1] if ":" in exc.head else exc.head
         return make_signature(category, exc.type_name, message_head, detail)
     if graph_break_id and category == "graph_break":

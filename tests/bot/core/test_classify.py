@@ -70,6 +70,20 @@ def test_signature_is_machine_independent(classifier, fixture_bytes):
     assert classifier.classify(original).signature == classifier.classify(moved).signature
 
 
+def test_a_wrapper_that_announces_its_error_carries_it_in_the_signature(classifier):
+    """`backend='inductor' raised:` alone would make every failure under the wrapper one signature
+    (and "the same failure" to the minimizer): the announced line is part of it."""
+    def signature(inner: str) -> str:
+        text = ("Traceback (most recent call last):\n  File \"repro.py\", line 9, in <module>\n    compiled(x)\n"
+                f"torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n{inner}\n\n"
+                "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace\n")
+        return classifier.classify(text.encode()).signature
+
+    derivative = signature("NotImplementedError: the derivative for 'igamma: input' is not implemented.")
+    assert derivative.endswith("|backend='inductor' raised:|NotImplementedError: the derivative for 'igamma: input' is not implemented.")
+    assert derivative != signature("RuntimeError: Cannot access data pointer of Tensor that doesn't have storage")
+
+
 def test_mmap_input_gives_the_same_result_as_bytes(classifier, tmp_path, fixture_bytes):
     data = fixture_bytes("export_data_dependent.log")
     path = tmp_path / "log.txt"
