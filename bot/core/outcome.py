@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Mapping, Sequence
 
 from bot.core.markdown import quoted
+from bot.core.records import Classification
 from bot.core.signature import short_type
 from bot.core.tracebacks import CUT_OFF_TYPE
 
@@ -271,6 +272,21 @@ def fixed_since(reporter_torch: str | None, runner_torch: str | None) -> Reason 
         return None
     return Reason("fixed_since", f"it did not reproduce on torch {runner_torch}; the report used {reporter_torch}, "
                                  "so this may be fixed", GUARD_STEP)
+
+
+COMPILED_ONLY_RULE = "compiled_only"  # the deciding rule of a failure outside the compiler that only compiled runs show
+
+
+def compiled_only(run: Classification, text_category: str | None, table: Mapping) -> Classification:
+    """A run's failure with an error outside the compiler, in a script that runs clean with the
+    compiler off, as the compiler's failure: the error is the script's own (fresh_issues_11's
+    `.view()` on a compiled output whose strides differ from eager's), the cause is the compiler's.
+    Its category is reproduction.yaml's `compiled_only` one (the text's where it is one of those the
+    table allows); the signature keeps the failure itself, so "the same failure" still compares it."""
+    category = text_category if text_category in table["text_categories"] else table["category"]
+    failure = run.signature.split("|", 1)[1] if "|" in run.signature else run.signature
+    return replace(run, category=category, signature=f"{category}|{failure}", is_pt2=True, rule=COMPILED_ONLY_RULE,
+                   decided_by="rule", unsure=False, alternatives=())
 
 
 def outside_pt2_reason(exception: str | None, status: str) -> Reason:

@@ -178,8 +178,10 @@ def parse_reproduction(doc: Any, categories: Mapping, where: str) -> Mapping:
     """The table as plain data (bot/core/outcome.py reads it), checked: every differential category
     has a judge with thresholds, and every not-reproduced rule has its fields and a valid regex."""
     require(isinstance(doc, dict), where, "must be a mapping")
-    for name in ("silent", "not_reproduced", "obvious_imports"):
+    for name in ("silent", "not_reproduced", "obvious_imports", "compiled_only"):
         require(name in doc, where, f"missing `{name}`")
+    for category in [doc["compiled_only"].get("category"), *doc["compiled_only"].get("text_categories", ())]:
+        require(category in categories, f"{where}: compiled_only", f"unknown category {category!r}")
     for judge in JUDGES:
         require(isinstance(doc["silent"].get(judge), dict), f"{where}: silent", f"needs thresholds for judge {judge!r}")
     for category in categories.values():

@@ -34,10 +34,11 @@ from runners.sandbox import RunResult, RunSpec
 from bot.core import ladder as ladder_rules
 from bot.core.classify import Classifier
 from bot.core.disposition import explanations
+from bot.core.outcome import COMPILED_ONLY_RULE, compiled_only
 from bot.core.records import Classification
 from bot.core.report import MinimizedRepro, RunRecord
 from bot.pipeline.ladder import observed
-from bot.pipeline.reproduce import ALWAYS_ENV, PROBE_ENV, output_text, reproduces
+from bot.pipeline.reproduce import ALWAYS_ENV, COMPILER_OFF_ENV, PROBE_ENV, output_text, reproduces, stance_reaches
 from bot.core.signature import short_type
 
 log = logging.getLogger(__name__)
@@ -70,10 +71,6 @@ CONFIRM_GRACE_S = 5.0
 # stopped at its budget at 44 lines, where it reaches 12 uncut.
 CUT_FACTOR = 3.0
 CUT_FLOOR_S = 3.0
-# The compiler off the way the ladder's first rung turns it off: the in-run probe's
-# torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
-# fullgraph=True it raises "found no compiled frames", so every fullgraph repro "failed without the compiler".)
-COMPILER_OFF_ENV = {PROBE_ENV: json.dumps({"compiler": "off"})}
 # an eager run that records what each of the script's modules was given (runners/reduce/hoist.py)
 MODULES_ENV = {PROBE_ENV: json.dumps({"compiler": "off", "modules": True})}
 # the same, going on through the compiled module's first 16 calls (a failure across calls)
@@ -124,11 +121,6 @@ class MinimizeResult:
             progress=tuple(stats.progress), runs_cut=self.runs_cut)
 
 
-# A call the compiler-off stance (torch.compiler.set_stance("force_eager")) turns off: torch.compile
-# in any spelling (`@torch.compile`, `model.compile()`, `from torch import compile`) or Dynamo's
-# optimize. torch.export and AOTInductor trace and build regardless of the stance. Loose on purpose:
-# a false match (a comment, `re.compile`) only costs the compiler-off run it would have had anyway.
-STANCE_ENTRY_RE = re.compile(r"(?<![\w.])compile\b|\.compile\b|_dynamo\.optimize\b")
 IMPORTS_TORCH_RE = re.compile(r"^\s*(?:import torch\b|from torch\b)", re.M)
 PT2_ENTRY_RE = re.compile(r"torch\.compile\b|\bcompile\(|torch\.export\b|\bexport\(|_dynamo\.optimize\(|aoti_compile_and_package"
                           r"|aoti_load_package|torch\._inductor\.aot_compile|torch\._export\.aot_compile|\.compile\(")
@@ -138,14 +130,6 @@ def keeps_pt2(script: str) -> bool:
     """A candidate still imports torch and calls a PT2 entry point (torch.compile, torch.export,
     AOTInductor): a shrink that prints a forged traceback without them is not the same repro."""
     return bool(IMPORTS_TORCH_RE.search(script) and PT2_ENTRY_RE.search(script))
-
-
-def stance_reaches(script: str) -> bool:
-    """Whether turning the compiler off can change how `script` runs. A script whose only PT2 calls
-    are torch.export / AOTInductor fails the same way with the compiler "off": the run would cost a
-    whole export (an AOTInductor C++ build, 13-30 s) and could never tell a candidate apart, and the
-    triage read it as "the code's own failure" and minimized no export failure at all."""
-    return bool(STANCE_ENTRY_RE.search(script))
 
 
 def env_key(env: dict[str, str] | None) -> str:
@@ -219,6 +203,10 @@ def same_code(a: str, b: str) -> bool:
 def same_failure(target: Classification, candidate: Classification, run_status: str, match: str = "signature") -> bool:
     """The policy: same category and (unless `match` is "category", see Category.minimize_same)
     signature, a real failure, and no user-level slippage."""
+    if target.rule == COMPILED_ONLY_RULE and not candidate.is_pt2 and run_status != "ok":
+        # the compiler's failure in the script's own code: the candidate ran clean with the compiler
+        # off first (a compiled-only target always has that check), so its error is the compiler's too
+        candidate = compiled_only(candidate, target.category, {"text_categories": (target.category,)})
     if run_status in ("timeout", "limit") or not reproduces(candidate, run_status):
         return False
     if short_type(candidate.exception_type) in SLIPPAGE_TYPES:
@@ -384,7 +372,9 @@ class Minimizer:
     def match(self, original: Classification) -> str:
         """What "the same failure" compares for this category: its `minimize_same`, while the
         compiler-off run guards every candidate; the signature otherwise."""
-        return self.classifier.ruleset.categories[original.category].minimize_same if self.compiler_off_checked else "signature"
+        if original.rule == COMPILED_ONLY_RULE or not self.compiler_off_checked:
+            return "signature"  # (a compiled-only failure is the script's own error: its words are all there is)
+        return self.classifier.ruleset.categories[original.category].minimize_same
 
     def cheapest_backend_env(self, original: Classification, script: str) -> dict[str, str]:
         """The probe of the cheapest backend on which the original already fails the same way

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -47,6 +48,26 @@ Runner = Callable[[RunSpec], RunResult]
 MINIFIER_VARS = ("TORCHDYNAMO_REPRO_AFTER", "TORCHDYNAMO_REPRO_LEVEL")
 ALWAYS_ENV = {"PYTHONFAULTHANDLER": "1"}  # a segfault then prints "Fatal Python error" and the stack
 PROBE_ENV = "TRIAGE_TORCH_PROBE"
+# The compiler off the way the ladder's first rung turns it off: the in-run probe's
+# torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
+# fullgraph=True it raises "found no compiled frames", so every fullgraph repro "failed without the compiler".)
+COMPILER_OFF_ENV = {PROBE_ENV: json.dumps({"compiler": "off"})}
+
+# A call the compiler-off stance (torch.compiler.set_stance("force_eager")) turns off: torch.compile
+# in any spelling (`@torch.compile`, `model.compile()`, `from torch import compile`) or Dynamo's
+# optimize. torch.export and AOTInductor trace and build regardless of the stance. Loose on purpose:
+# a false match (a comment, `re.compile`) only costs the compiler-off run it would have had anyway.
+STANCE_ENTRY_RE = re.compile(r"(?<![\w.])compile\b|\.compile\b|_dynamo\.optimize\b")
+
+
+def stance_reaches(script: str) -> bool:
+    """Whether turning the compiler off can change how `script` runs. A script whose only PT2 calls
+    are torch.export / AOTInductor fails the same way with the compiler "off": the run would cost a
+    whole export (an AOTInductor C++ build, 13-30 s) and could never tell a candidate apart, and the
+    triage read it as "the code's own failure" and minimized no export failure at all."""
+    return bool(STANCE_ENTRY_RE.search(script))
+
+
 TRACE_DIR = "torch_trace"
 OUTPUT_TAIL_LINES = 200
 
@@ -197,6 +218,12 @@ class Reproducer:
                                                          silent=found.summary),
                                 runs=tuple(self.records), artifacts=tuple(self.artifacts), silent=silent,
                                 script_changed=self._script_note(script), **base)
+        only_compiled = self._compiled_only(checks, text_category)
+        if only_compiled:
+            return self._reproduced(base, only_compiled, len(only_compiled),
+                                    text_category not in (None, only_compiled[0].classification.category),
+                                    note="the error is raised in the script's own code, and only with the compiler on "
+                                         "(it runs clean with the compiler off)")
         status = decide_status(checks, 0)
         reason = self._reason(issue_text, status)
         return Reproduction(status=status, reproduced=False, runs_total=len(checks), runs_reproduced=0,
@@ -225,16 +252,33 @@ class Reproducer:
         return self.run(fixed, env, f"{purpose}, with the missing import of `{name}` added",
                         keep=collect and text_category is not None)
 
-    def _reproduced(self, base: dict, checks: list[RunRecord], hits: int, changed: bool) -> Reproduction:
+    def _reproduced(self, base: dict, checks: list[RunRecord], hits: int, changed: bool, note: str = "") -> Reproduction:
         status = decide_status(checks, hits)
         deciding = next(r for r in checks if record_reproduces(r))
         category = deciding.classification.category
+        summary = outcome.summary_sentence(status, category, hits, len(checks), base["device"], self.machine.torch_version)
         return Reproduction(
             status=status, reproduced=True, runs_total=len(checks), runs_reproduced=hits, category_from_run=category,
-            category_changed=changed,
-            summary=outcome.summary_sentence(status, category, hits, len(checks), base["device"], self.machine.torch_version),
+            category_changed=changed, summary=f"{summary[:-1]}; {note}." if note else summary,
             runs=tuple(self.records), artifacts=tuple(self.artifacts),
             script_changed=self._script_note(None), **base)
+
+    def _compiled_only(self, checks: list[RunRecord], text_category: str | None) -> list[RunRecord] | None:
+        """The checks as a reproduction, where every one failed with an error the classifier puts
+        outside the compiler (and not before the bug, `blocked`) and the script runs clean with the
+        compiler off: the compiler's failure surfacing in the script's own code (outcome.compiled_only).
+        One run more, with the compiler off; None when that run fails too or the stance does not reach
+        the script (torch.export and AOTInductor ignore it)."""
+        if not checks or not stance_reaches(self.script_used or "") or any(
+                not r.failed or r.blocked or r.classification.is_pt2 for r in checks):
+            return None
+        off = self.run(self.script_used, dict(COMPILER_OFF_ENV), "compiler off (the error is outside the compiler)")
+        if off.status != "ok":
+            return None
+        table = self.ruleset.reproduction["compiled_only"]
+        relabelled = [replace(r, classification=outcome.compiled_only(r.classification, text_category, table)) for r in checks]
+        self.records = [next((new for old, new in zip(checks, relabelled) if old is r), r) for r in self.records]
+        return relabelled
 
     def _silent(self, text_category: str | None, run_category: str | None, issue_text: str | None) -> tuple[SilentCheck, ...]:
         """Differential runs for the silent failures the text or the category calls for."""

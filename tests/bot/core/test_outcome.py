@@ -172,3 +172,17 @@ def test_a_run_that_raises_another_error_than_the_report_shows_did_not_reproduce
     assert reported_error_absent("RuntimeError", "graph_break", "Unsupported: x", "graph_break", None, "2.13.0") is None
     assert reported_error_absent("<traceback cut off>", "aot_autograd_failure", "Unsupported: x", "graph_break", None, "2.13") is None
     assert reported_error_absent(None, "accuracy", "IndexError: x", "runtime_crash", None, "2.13.0") is None
+
+
+def test_an_error_outside_the_compiler_that_only_compiled_runs_show_is_the_compilers():
+    from bot.core.outcome import COMPILED_ONLY_RULE, compiled_only
+    from bot.core.records import Classification
+
+    run = Classification("not_pt2", 0.8, "not_pt2|RuntimeError|view size is not compatible", is_pt2=False,
+                         rule="eager_frames_only", exception_type="RuntimeError", unsure=True)
+    table = RULES["compiled_only"]
+    crash = compiled_only(run, None, table)
+    assert (crash.category, crash.is_pt2, crash.rule, crash.unsure) == (table["category"], True, COMPILED_ONLY_RULE, False)
+    assert crash.signature == f"{table['category']}|RuntimeError|view size is not compatible"
+    assert compiled_only(run, "accuracy", table).category == "accuracy"  # the reporter called it a mismatch
+    assert compiled_only(run, "graph_break", table).category == table["category"]  # a category the run cannot show

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -59,6 +60,18 @@ def test_an_accuracy_repro_minimized_in_its_own_words_is_the_same_failure_and_it
     run = SimpleNamespace(classification=original, minimized=record)
     assert Triage.expected_failure(run).signature == final.signature
     assert Triage.expected_failure(SimpleNamespace(classification=original, minimized=None)) == original
+
+
+def test_a_compiled_only_failure_is_the_same_failure_in_the_scripts_own_words():
+    """The script's own `.view()` fails on a compiled output (outcome.compiled_only): a candidate's run
+    says not PT2, with the same error; the candidate ran clean with the compiler off before that."""
+    from bot.core.outcome import COMPILED_ONLY_RULE
+    target = Classification("runtime_crash", 0.9, "runtime_crash|RuntimeError|view size", rule=COMPILED_ONLY_RULE)
+    own = Classification("not_pt2", 0.8, "not_pt2|RuntimeError|view size", is_pt2=False)
+    assert same_failure(target, own, "failed")
+    assert not same_failure(target, replace(own, signature="not_pt2|RuntimeError|other"), "failed")
+    assert not same_failure(target, own, "ok")
+    assert not same_failure(replace(target, rule="raised_inside_inductor"), own, "failed")  # only a compiled-only target
 
 
 def test_user_level_slippage_is_never_interesting():

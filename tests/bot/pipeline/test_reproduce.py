@@ -112,6 +112,44 @@ def test_a_script_that_sets_its_own_stance_still_runs_clean_with_the_compiler_of
     assert off.exit_code == 0, off.stderr[-2000:]
 
 
+# The compiled pooling returns a non-contiguous output where eager's is contiguous, so the caller's
+# .view() fails only under the compiler. (Not in tests/repros/: its output alone reads as not PT2,
+# so it is no case for the text classifier's corpus.)
+COMPILED_OUTPUT_STRIDES = """\
+import torch
+import torch.nn.functional as F
+
+
+def pool(x):
+    return F.max_pool1d(x.transpose(1, 2), 2)
+
+
+with torch.no_grad():
+    out = torch.compile(pool)(torch.randn(2, 8, 4))
+    print(out.view(2, -1).shape)
+"""
+
+
+@pytest.mark.slow
+def test_an_error_in_the_scripts_own_code_that_only_the_compiler_causes_reproduces(reproducer):
+    """The compiled pooling's output is not contiguous where eager's is, and the script's `.view()` of
+    it fails: an error outside the compiler, but the script runs clean with the compiler off."""
+    reproduction = reproducer().reproduce(COMPILED_OUTPUT_STRIDES)
+    assert reproduction.reproduced and reproduction.category_from_run == "runtime_crash", reproduction.summary
+    assert "only with the compiler on" in reproduction.summary
+    assert [r.purpose for r in reproduction.runs][-1].startswith("compiler off")
+    assert reproduction.runs[0].classification.signature.startswith("runtime_crash|RuntimeError|view size")
+    said_mismatch = reproducer().reproduce(COMPILED_OUTPUT_STRIDES,
+                                           issue_text="Compiled output differs from eager: `.view()` fails only with torch.compile")
+    assert said_mismatch.reproduced and said_mismatch.category_from_run in ("accuracy", "runtime_crash")
+
+
+def test_an_error_eager_shares_is_still_no_reproduction(reproducer):
+    reproduction = reproducer().reproduce(repro("eager_shape_error"))
+    assert not reproduction.reproduced and reproduction.reason == "fails_outside_pt2", reproduction.summary
+    assert reproduction.runs[-1].purpose.startswith("compiler off") and reproduction.runs[-1].status == "failed"
+
+
 @pytest.mark.slow
 def test_flaky_script_is_reported_with_counts(reproducer):
     reproduction = reproducer(runs=8).reproduce(repro("flaky_graph_break"))
