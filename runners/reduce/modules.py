@@ -64,15 +64,9 @@ def _all_called_on_one(cls: ast.ClassDef, reads: list[ast.Attribute]) -> bool:
 
 def _dropped_layer(class_name: str, attribute: str) -> Edit:
     def edit(tree: ast.AST) -> bool:
-        cls = next((n for n in _classes(tree) if n.name == class_name), None)
-        init = cls and _method(cls, "__init__")
-        if init is None:
+        cls = _without_init_assignment(tree, class_name, attribute)
+        if cls is None:
             return False
-        receiver = init.args.args[0].arg
-        init.body = [s for s in init.body if not (isinstance(s, ast.Assign) and len(s.targets) == 1
-                                                  and isinstance(s.targets[0], ast.Attribute)
-                                                  and s.targets[0].attr == attribute
-                                                  and _names(s.targets[0].value, receiver))] or [ast.Pass()]
         reads = {id(node) for node in _self_attributes(cls, attribute)}
         for path, node in reversed(list(walk_paths(cls))):  # inner calls first: `self.f(self.f(x))`
             if isinstance(node, ast.Call) and id(node.func) in reads:
@@ -182,17 +176,26 @@ def _self_attributes(cls: ast.ClassDef, attribute: str) -> Iterator[ast.Attribut
                     yield node
 
 
+def _without_init_assignment(tree: ast.AST, class_name: str, attribute: str) -> ast.ClassDef | None:
+    """The class, its `__init__` without the `self.attribute = ...` statement (None: no such class
+    with an `__init__`)."""
+    cls = next((n for n in _classes(tree) if n.name == class_name), None)
+    init = cls and _method(cls, "__init__")
+    if init is None:
+        return None
+    receiver = init.args.args[0].arg
+    init.body = [s for s in init.body if not (isinstance(s, ast.Assign) and len(s.targets) == 1
+                                              and isinstance(s.targets[0], ast.Attribute)
+                                              and s.targets[0].attr == attribute
+                                              and _names(s.targets[0].value, receiver))] or [ast.Pass()]
+    return cls
+
+
 def _read_as_constant(class_name: str, attribute: str, literal: ast.expr) -> Edit:
     def edit(tree: ast.AST) -> bool:
-        cls = next((n for n in _classes(tree) if n.name == class_name), None)
-        init = cls and _method(cls, "__init__")
-        if init is None:
+        cls = _without_init_assignment(tree, class_name, attribute)
+        if cls is None:
             return False
-        receiver = init.args.args[0].arg
-        init.body = [s for s in init.body if not (isinstance(s, ast.Assign) and len(s.targets) == 1
-                                                  and isinstance(s.targets[0], ast.Attribute)
-                                                  and s.targets[0].attr == attribute
-                                                  and _names(s.targets[0].value, receiver))] or [ast.Pass()]
         reads = {id(node) for node in _self_attributes(cls, attribute)}
         for path, node in list(walk_paths(cls)):
             if id(node) in reads:
