@@ -25,7 +25,7 @@ from bot.core.features import Features, extract_features
 from bot.core.final_error import code_lines, final_chain, segment_start
 from bot.core.graph_breaks import GraphBreakRegistry
 from bot.core.logtext import decode
-from bot.core.records import Classification, Evidence, ExceptionChain
+from bot.core.records import Classification, Evidence, ExceptionChain, RaisedException
 from bot.core.ruleset import Pattern, Ruleset
 from bot.core.scan import ScanResult, Scanner
 from bot.core.signature import make_signature
@@ -347,7 +347,7 @@ def _compile_error_lines(chain: ExceptionChain) -> list[Evidence]:
     return found
 
 
-def _announced_line(exc) -> str | None:
+def _announced_line(exc: RaisedException) -> str | None:
     """The line a head only announces: `BackendCompilerFailed: backend='inductor' raised:` names the
     failure on the next line of its message (`NotImplementedError: the derivative for ...`). Without
     it every failure under that wrapper had one signature, and the minimizer counted any of them as

@@ -277,13 +277,17 @@ def fixed_since(reporter_torch: str | None, runner_torch: str | None) -> Reason 
 COMPILED_ONLY_RULE = "compiled_only"  # the deciding rule of a failure outside the compiler that only compiled runs show
 
 
-def compiled_only(run: Classification, text_category: str | None, table: Mapping) -> Classification:
+def compiled_only_category(text_category: str | None, table: Mapping) -> str:
+    """The category of a compiled-only failure (compiled_only): reproduction.yaml's `compiled_only`
+    one, or the text's where it is one of those the table allows (the reporter called it a mismatch)."""
+    return text_category if text_category in table["text_categories"] else table["category"]
+
+
+def compiled_only(run: Classification, category: str) -> Classification:
     """A run's failure with an error outside the compiler, in a script that runs clean with the
-    compiler off, as the compiler's failure: the error is the script's own (fresh_issues_11's
-    `.view()` on a compiled output whose strides differ from eager's), the cause is the compiler's.
-    Its category is reproduction.yaml's `compiled_only` one (the text's where it is one of those the
-    table allows); the signature keeps the failure itself, so "the same failure" still compares it."""
-    category = text_category if text_category in table["text_categories"] else table["category"]
+    compiler off, as the compiler's failure of `category`: the error is the script's own
+    (fresh_issues_11's `.view()` on a compiled output whose strides differ from eager's), the cause
+    is the compiler's. The signature keeps the failure itself, so "the same failure" still compares it."""
     failure = run.signature.split("|", 1)[1] if "|" in run.signature else run.signature
     return replace(run, category=category, signature=f"{category}|{failure}", is_pt2=True, rule=COMPILED_ONLY_RULE,
                    decided_by="rule", unsure=False, alternatives=())

@@ -206,7 +206,7 @@ def same_failure(target: Classification, candidate: Classification, run_status: 
     if target.rule == COMPILED_ONLY_RULE and not candidate.is_pt2 and run_status != "ok":
         # the compiler's failure in the script's own code: the candidate ran clean with the compiler
         # off first (a compiled-only target always has that check), so its error is the compiler's too
-        candidate = compiled_only(candidate, target.category, {"text_categories": (target.category,)})
+        candidate = compiled_only(candidate, target.category)
     if run_status in ("timeout", "limit") or not reproduces(candidate, run_status):
         return False
     if short_type(candidate.exception_type) in SLIPPAGE_TYPES:

@@ -275,10 +275,10 @@ class Reproducer:
         off = self.run(self.script_used, dict(COMPILER_OFF_ENV), "compiler off (the error is outside the compiler)")
         if off.status != "ok":
             return None
-        table = self.ruleset.reproduction["compiled_only"]
-        relabelled = [replace(r, classification=outcome.compiled_only(r.classification, text_category, table)) for r in checks]
-        self.records = [next((new for old, new in zip(checks, relabelled) if old is r), r) for r in self.records]
-        return relabelled
+        category = outcome.compiled_only_category(text_category, self.ruleset.reproduction["compiled_only"])
+        relabelled = {id(r): replace(r, classification=outcome.compiled_only(r.classification, category)) for r in checks}
+        self.records = [relabelled.get(id(r), r) for r in self.records]
+        return [relabelled[id(r)] for r in checks]
 
     def _silent(self, text_category: str | None, run_category: str | None, issue_text: str | None) -> tuple[SilentCheck, ...]:
         """Differential runs for the silent failures the text or the category calls for."""

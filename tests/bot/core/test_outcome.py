@@ -175,14 +175,14 @@ def test_a_run_that_raises_another_error_than_the_report_shows_did_not_reproduce
 
 
 def test_an_error_outside_the_compiler_that_only_compiled_runs_show_is_the_compilers():
-    from bot.core.outcome import COMPILED_ONLY_RULE, compiled_only
+    from bot.core.outcome import COMPILED_ONLY_RULE, compiled_only, compiled_only_category
     from bot.core.records import Classification
 
     run = Classification("not_pt2", 0.8, "not_pt2|RuntimeError|view size is not compatible", is_pt2=False,
                          rule="eager_frames_only", exception_type="RuntimeError", unsure=True)
     table = RULES["compiled_only"]
-    crash = compiled_only(run, None, table)
+    crash = compiled_only(run, compiled_only_category(None, table))
     assert (crash.category, crash.is_pt2, crash.rule, crash.unsure) == (table["category"], True, COMPILED_ONLY_RULE, False)
     assert crash.signature == f"{table['category']}|RuntimeError|view size is not compatible"
-    assert compiled_only(run, "accuracy", table).category == "accuracy"  # the reporter called it a mismatch
-    assert compiled_only(run, "graph_break", table).category == table["category"]  # a category the run cannot show
+    assert compiled_only_category("accuracy", table) == "accuracy"  # the reporter called it a mismatch
+    assert compiled_only_category("graph_break", table) == table["category"]  # a category the run cannot show
