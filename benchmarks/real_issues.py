@@ -11,7 +11,13 @@ output directory, with `--budget` seconds for minimizing, and scored against its
 plus the time per stage (median and max). By default the dev and test splits run (48 cases);
 `--split train` or `--all` adds the rest.
 
+`--gpu` takes the other reports instead: those whose script puts a PT2 entry point on a CUDA device
+(chosen by the text alone, not by hand), for a machine with a GPU; `--shard K/N` runs every N-th of
+them, so N processes can share one machine. `--json` is rewritten after every case, so a run cut off
+by a time limit keeps what it finished.
+
     python benchmarks/real_issues.py [--split dev test] [--budget 60] [--limit N] [--json results.json]
+    python benchmarks/real_issues.py --gpu --shard 0/4 --json gpu0.json   # on the GPU machine
     python benchmarks/real_issues.py --rerun results.json --json results2.json   # after a change to judging failures
 """
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -32,14 +39,34 @@ CORPUS = ROOT / "tests" / "corpus" / "real"
 CASE_TIMEOUT_S = 900
 
 
-def load_cases(splits: list[str]) -> list[dict]:
+PT2_ENTRY = re.compile(r"torch\.compile|torch\.export|aoti_compile|_export\.aot_compile")
+CUDA_USE = re.compile(r"""\.cuda\(\)|device\s*=\s*['"]cuda|torch\.device\(\s*['"]cuda|\.to\(\s*['"]cuda""")
+
+
+def needs_cuda(case: dict) -> bool:
+    """A report whose script imports torch, puts a tensor or module on CUDA, and calls a PT2 entry point:
+    read off the text, so the GPU set is chosen by rule, not picked."""
+    body = case["body"]
+    return "import torch" in body and bool(PT2_ENTRY.search(body)) and bool(CUDA_USE.search(body))
+
+
+def load_cases(splits: list[str], gpu: bool = False) -> list[dict]:
+    """The CPU set (hand-marked `cpu_repro`), or with `gpu` the reports a GPU machine can try."""
     cases = []
     for split in splits:
         for line in (CORPUS / f"{split}.jsonl").read_text(encoding="utf-8").splitlines():
             case = json.loads(line)
-            if case.get("cpu_repro"):
+            if (not case.get("cpu_repro") and needs_cuda(case)) if gpu else case.get("cpu_repro"):
                 cases.append(case)
     return sorted(cases, key=lambda c: c["url"])
+
+
+def shard_of(cases: list[dict], shard: str | None) -> list[dict]:
+    """Every N-th case from the K-th ("K/N"): shards that share a machine split the set evenly."""
+    if not shard:
+        return cases
+    index, count = (int(part) for part in shard.split("/"))
+    return cases[index::count]
 
 
 def triage(case: dict, workdir: Path, budget: float) -> dict:
@@ -119,15 +146,18 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="URL_END", help="only cases whose URL ends with one of these (e.g. /139789)")
     parser.add_argument("--labels", nargs="+", metavar="CATEGORY",
                         help="only cases with these hand labels (e.g. the silent ones: accuracy performance recompilation)")
-    parser.add_argument("--json", type=Path, help="write every case's outcome and stage times here")
+    parser.add_argument("--gpu", action="store_true", help="the reports whose script runs a PT2 entry point on CUDA")
+    parser.add_argument("--shard", metavar="K/N", help="only every N-th case, from the K-th (0-based)")
+    parser.add_argument("--json", type=Path, help="write every case's outcome and stage times here (after each case)")
     parser.add_argument("--rerun", type=Path, metavar="JSON",
                         help="an earlier --json: run again only its cases in which some run failed (reproduced, not PT2, "
                              "or not reproduced for a reason read from a failing run) and keep its rows for the rest "
                              "(a change to how failures are judged cannot move a case whose runs all passed)")
     args = parser.parse_args()
-    cases = load_cases(["train", "dev", "test"] if args.all else args.split)
+    cases = load_cases(["train", "dev", "test"] if args.all else args.split, gpu=args.gpu)
     cases = [case for case in cases if (not args.labels or case["category"] in args.labels)
              and (not args.only or case["url"].endswith(tuple(args.only)))][:args.limit]
+    cases = shard_of(cases, args.shard)
     kept: dict[str, dict] = {}
     if args.rerun:
         earlier = {row["url"]: row for row in json.loads(args.rerun.read_text(encoding="utf-8"))}
@@ -144,14 +174,20 @@ def main() -> None:
                      "reporter_torch": case.get("torch_version"), "silent": silent_summary(result.get("report") or {}),
                      **ladder_summary(result.get("report") or {})})
         print(f"[{index}/{len(cases)}] {outcome:28s} {result['wall_s']:6.1f}s  {case['url']}  {detail[:100]}", flush=True)
+        if args.json:
+            write_rows(args.json, rows + list(kept.values()))
     rows = sorted(rows + [row for row in kept.values()], key=lambda row: row["url"])
-    report(rows)
+    report(rows, "GPU" if args.gpu else "CPU")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        write_rows(args.json, rows)
 
 
-def report(rows: list[dict]) -> None:
-    print(f"\n{len(rows)} real issues with CPU repros")
+def write_rows(path: Path, rows: list[dict]) -> None:
+    path.write_text(json.dumps(sorted(rows, key=lambda row: row["url"]), indent=2) + "\n", encoding="utf-8")
+
+
+def report(rows: list[dict], kind: str = "CPU") -> None:
+    print(f"\n{len(rows)} real issues with {kind} repros")
     for split in sorted({r["split"] for r in rows}):
         counts = Counter(r["outcome"] for r in rows if r["split"] == split)
         print(f"  {split}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
