@@ -37,7 +37,8 @@ The product code (bot/, runners/) is fingerprinted before and after the run; a c
 (others edit the repository) is reported, since the run then mixes two versions.
 
 Summary per case: ours is no larger than the best verified peer (fewest tokens; fewer runs breaks a
-tie), and ours made fewer runs than that peer; the medians of wall time and runs per reducer (all cases,
+tie), and ours made fewer runs than that peer, in total and (like for like) until each first held that
+peer's final size (a peer's total also counts its runs after its last success); the medians of wall time and runs per reducer (all cases,
 then the held-out ones); and, as issue #5 set it, ours' median wall <= 0.5x the best peer's median.
 
     python benchmarks/minimize_vs_peers.py [--budget 300] [--only CASE] [--quick] [--json FILE] [--jobs 2]
@@ -413,6 +414,10 @@ def judge(results: dict[str, dict[str, Outcome]], held_out: set[str] | frozenset
             "runs_ok": ours.runs < best.runs,
             "ours_reached_best_peer_s": ours.reached(best.tokens),
             "ours_reached_best_peer_runs": ours.reached_runs(best.tokens),
+            # like for like: the runs each took to hold the peer's final size (the peer's total also
+            # counts the runs after its last success, in which it found nothing smaller)
+            "best_peer_reached_runs": best.reached_runs(best.tokens),
+            "reach_runs_ok": reached_sooner(ours.reached_runs(best.tokens), best.reached_runs(best.tokens)),
             "peers_budget_hit": all(o.budget_hit for o in peers)}
     our_walls = [o["ours"].wall_s for o in results.values() if "ours" in o]
     peer_medians = {name: statistics.median(walls) for name, walls in peer_walls.items()}
@@ -424,12 +429,21 @@ def judge(results: dict[str, dict[str, Outcome]], held_out: set[str] | frozenset
     return {"per_case": per_case,
             "size_ok": bool(per_case) and all(c["size_ok"] for c in per_case.values()),
             "runs_ok": bool(per_case) and all(c["runs_ok"] for c in per_case.values()),
+            "reach_runs_ok": bool(per_case) and all(c["reach_runs_ok"] for c in per_case.values()),
             "our_median_wall_s": our_median, "peer_median_wall_s": peer_medians, "wall_ok": wall_ok,
             "ours_median_s_to_best_peer_size": statistics.median(reach) if reach else None,
             "medians": medians(results),
             "held_out": {"cases": sorted(held), "medians": medians(held),
                          "size_ok": all(c["size_ok"] for n, c in per_case.items() if n in held_out),
-                         "runs_ok": all(c["runs_ok"] for n, c in per_case.items() if n in held_out)} if held else None}
+                         "runs_ok": all(c["runs_ok"] for n, c in per_case.items() if n in held_out),
+                         "reach_runs_ok": all(c["reach_runs_ok"] for n, c in per_case.items() if n in held_out)}
+            if held else None}
+
+
+def reached_sooner(ours_runs: int | None, peer_runs: int | None) -> bool:
+    """Ours held the best peer's final size in fewer runs than that peer took to reach it (a peer that
+    never improved on the original reached it at run 0, which nothing beats)."""
+    return ours_runs is not None and peer_runs is not None and ours_runs < peer_runs
 
 
 def median_lines(meds: dict[str, dict], indent: str = "  ") -> list[str]:
@@ -449,7 +463,9 @@ def summary_lines(verdict: dict) -> list[str]:
         lines.append(f"  {name + tag:28s} tokens {case['ours_tokens']:>4d} vs {case['best_peer_tokens']:>4d} "
                      f"({case.get('best_peer', 'peer')}) {size}{runs}"
                      + (f"; ours held that size after {reached:.0f} s" if reached is not None else "")
-                     + (f", {reached_runs} runs" if reached_runs is not None else ""))
+                     + (f", {reached_runs} runs" if reached_runs is not None else "")
+                     + (f" (the peer {case['best_peer_reached_runs']})" if case.get("best_peer_reached_runs") is not None
+                        else ""))
     if verdict["per_case"]:
         count = len(verdict["per_case"])
         lines.append(f"size: ours <= best peer on {sum(c['size_ok'] for c in verdict['per_case'].values())} of {count} "
@@ -457,13 +473,18 @@ def summary_lines(verdict: dict) -> list[str]:
         if "runs_ok" in verdict:
             lines.append(f"runs: ours < best peer's on {sum(c['runs_ok'] for c in verdict['per_case'].values())} of "
                          f"{count} cases: {'PASS' if verdict['runs_ok'] else 'FAIL'}")
+        if "reach_runs_ok" in verdict:
+            lines.append(f"runs to the best peer's final size: ours < that peer's on "
+                         f"{sum(c.get('reach_runs_ok', False) for c in verdict['per_case'].values())} of {count} cases: "
+                         f"{'PASS' if verdict['reach_runs_ok'] else 'FAIL'}")
     if verdict.get("medians"):
         lines.append("medians, all cases:")
         lines.extend(median_lines(verdict["medians"]))
     held = verdict.get("held_out")
     if held:
         lines.append(f"held-out cases ({', '.join(held['cases'])}): size {'PASS' if held['size_ok'] else 'FAIL'}, "
-                     f"runs {'PASS' if held['runs_ok'] else 'FAIL'}; medians:")
+                     f"runs {'PASS' if held['runs_ok'] else 'FAIL'}, runs to the peer's size "
+                     f"{'PASS' if held.get('reach_runs_ok') else 'FAIL'}; medians:")
         lines.extend(median_lines(held["medians"]))
     medians_text = ", ".join(f"{k} {v:.0f} s" for k, v in verdict["peer_median_wall_s"].items())
     if verdict["our_median_wall_s"] is not None and verdict["wall_ok"] is not None:

@@ -68,6 +68,18 @@ def test_time_to_reach_the_best_peers_size_comes_from_the_progress_trace():
     assert verdict["ours_median_s_to_best_peer_size"] == 30.0
 
 
+def test_runs_compare_what_each_took_to_hold_the_best_peers_final_size():
+    ours = outcome("ours", 10, 90)
+    ours.runs, ours.run_progress = 300, [(4, 200), (20, 40), (35, 30), (290, 10)]  # went on to smaller results
+    peer = outcome("shrinkray", 30, 120)
+    peer.runs, peer.run_progress = 150, [(10, 100), (60, 30)]  # its last 90 runs found nothing smaller
+    case = bench.judge({"a": {"ours": ours, "shrinkray": peer}})["per_case"]["a"]
+    assert (case["runs_ok"], case["ours_reached_best_peer_runs"], case["best_peer_reached_runs"]) == (False, 35, 60)
+    assert case["reach_runs_ok"] is True
+    ours.run_progress = [(4, 200), (70, 30)]
+    assert bench.judge({"a": {"ours": ours, "shrinkray": peer}})["reach_runs_ok"] is False
+
+
 def test_earlier_outcomes_round_trip_through_the_json_output(tmp_path):
     ours = outcome("ours", 10, 90)
     ours.progress = [(1.0, 50)]
