@@ -83,9 +83,10 @@ def build_view(request, config):
     if request.get("cache_dir"):
         job_cache = os.path.join(config["caches"], request["cache_dir"])
         mount(job_cache, config["cache"], None, MS_BIND | MS_REC)
-        # Inductor's default cache dir (precompiled headers) was fixed at import: /tmp/torchinductor_<user>
-        os.mkdir(config["inductor_tmp"], 0o755)
-        mount(os.path.join(job_cache, "inductor_tmp"), config["inductor_tmp"], None, MS_BIND | MS_REC)
+        # Inductor's default cache dir (precompiled headers) was fixed at import: /tmp/torchinductor_<user>.
+        # A link resolved in the run's own view, never a mount of a path in the cache: the runs sharing
+        # the cache can write there, and one could swap `inductor_tmp` for a symlink before this mount.
+        os.symlink(os.path.join(config["cache"], "inductor_tmp"), config["inductor_tmp"])
     else:  # the server's scratch /cache would otherwise be shared by every run without a job cache
         mount("tmpfs", config["cache"], "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555")
     for hidden in (config["runs"], config["caches"]):  # every other run's workdir, every other job's cache

@@ -266,13 +266,16 @@ def require_bubblewrap() -> Bubblewrap:
 
 
 def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, str]], chdir: str, seccomp_fd: int,
+                  symlinks: list[tuple[str, str]] = (),
                   tmp_bytes: int, strict: bool = True, gpu: bool = False, share_net: bool = False,
                   runner_files: tuple[str, ...] = ("_launcher.py", "_bootstrap.py", "_torch_probe.py"), scratch: tuple[str, ...] = (),
                   scratch_bytes: int = 1 << 20, cgroup_procs: str | None = None, read_only: tuple[str, ...] = (),
                   die_with_parent: bool = True, env: Mapping[str, str] | None = None) -> tuple[list[str], dict]:
     """bwrap argv (and Popen kwargs) running `inner` in a sandbox: the system read-only, the
     interpreter's directories read-only, our `runner_files` under /.pt2, `writable` (host path,
-    inside path) read-write, / and /dev read-only, `scratch` private tmpfs of `scratch_bytes` each
+    inside path) read-write, `symlinks` (target, link) made inside (a path the sandbox may write is
+    reached through a link, not bound: bubblewrap resolves a bind's source when it mounts it), / and
+    /dev read-only, `scratch` private tmpfs of `scratch_bytes` each
     (the warm server's: torch makes its cache directory at import, its preload copies the ISA
     probes there, and its children mount each run there).
     `strict`: no further user namespaces (cold runs)."""
@@ -298,6 +301,7 @@ def bwrap_command(inner: list[str], *, python: str, writable: list[tuple[str, st
     for source, dest in writable:
         binds.add("--bind", source, dest)
     tail = [arg for path in scratch for arg in ("--size", str(scratch_bytes), "--tmpfs", path)]
+    tail += [arg for target, link in symlinks for arg in ("--symlink", target, link)]
     # / (bubblewrap's tmpfs) and /dev stay read-only: neither is size-capped, and both are RAM
     tail += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", chdir, "--seccomp", str(seccomp_fd)]
     if strict:

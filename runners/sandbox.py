@@ -143,10 +143,14 @@ def sandbox_command(spec: RunSpec, prepared: Prepared, inner: list[str], seccomp
                     cgroup_procs: str | None = None) -> tuple[list[str], dict]:
     """bwrap argv (and Popen kwargs) running `inner` in the sandbox `spec` and `prepared` describe."""
     writable = [(str(prepared.workdir), INSIDE_WORKDIR)]
+    symlinks = []
     if spec.cache_dir:
-        writable += [(spec.cache_dir, INSIDE_CACHE),
-                     (os.path.join(spec.cache_dir, JOB_INDUCTOR_TMP), inside_inductor_tmp())]
-    return bwrap_command(inner, python=spec.python, writable=writable, chdir=prepared.inside_cwd,
+        writable.append((spec.cache_dir, INSIDE_CACHE))
+        # Inductor's default dir reaches the job's `inductor_tmp` through a link resolved inside the
+        # sandbox, never a bind of a host path: the runs sharing the cache can write there, and one
+        # could swap `inductor_tmp` for a symlink between our check and bubblewrap's mount
+        symlinks.append((f"{INSIDE_CACHE}/{JOB_INDUCTOR_TMP}", inside_inductor_tmp()))
+    return bwrap_command(inner, python=spec.python, writable=writable, symlinks=symlinks, chdir=prepared.inside_cwd,
                          seccomp_fd=seccomp_fd, tmp_bytes=spec.tmp_bytes, gpu=spec.gpu,
                          share_net=not spec.isolate_network, cgroup_procs=cgroup_procs,
                          read_only=spec.extra_ro_paths, env=prepared.env)

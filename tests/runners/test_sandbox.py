@@ -234,3 +234,15 @@ def test_the_caches_of_a_job_are_shared_and_nothing_else(tmp_path):
     first, second = run(RunSpec(script=script, cache_dir=str(cache))), run(RunSpec(script=script, cache_dir=str(cache)))
     assert first.stdout == "/cache/inductor_cache\n['inductor_tmp']\n"
     assert second.stdout == "/cache/inductor_cache\n['inductor_tmp', 'x']\n"
+
+
+LINK_NOT_MOUNT = ("import os\nlink = '/tmp/torchinductor_nobody'\n"
+                  "mounted = [line.split()[4] for line in open('/proc/self/mountinfo')]\n"
+                  "open(link + '/pch', 'w')\nprint(os.readlink(link), link in mounted, os.listdir('/cache/inductor_tmp'))\n")
+
+
+def test_inductors_default_dir_is_a_link_into_the_job_cache_never_a_mount_of_a_path_in_it(tmp_path):
+    """The runs sharing a cache can write in it: a bind of `<cache>/inductor_tmp` by path let one swap
+    it for a symlink between our check and bubblewrap's mount, and the next run got the host's / there."""
+    result = run(RunSpec(script=LINK_NOT_MOUNT, cache_dir=str(tmp_path / "job-cache")))
+    assert result.stdout == "/cache/inductor_tmp False ['pch']\n", result.stderr

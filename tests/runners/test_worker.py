@@ -236,6 +236,15 @@ def test_a_jobs_cache_is_shared_by_its_warm_runs_and_hidden_from_other_jobs(bare
     assert no_job.uncaught_exception["type"] == "builtins.OSError" and "Read-only" in no_job.uncaught_exception["message"]
 
 
+def test_a_warm_runs_inductor_default_dir_is_a_link_into_the_job_cache_never_a_mount(bare, tmp_path):
+    """As for a cold run (test_sandbox.py): the server mounted `<job cache>/inductor_tmp` by path, and a
+    run of the job could swap it for a symlink to the pool's caches root before the next run's mount."""
+    from tests.runners.test_sandbox import LINK_NOT_MOUNT
+
+    result = bare.run(RunSpec(script=LINK_NOT_MOUNT, cache_dir=str(tmp_path / "job")))
+    assert result.stdout == "/cache/inductor_tmp False ['pch']\n", result.stderr
+
+
 def test_an_interpreter_under_the_hosts_tmp_still_imports_in_warm_runs(tmp_path):
     """A venv under /tmp (a CI clone there, `python -m venv /tmp/x`) is bound into the sandbox, and
     each warm run's fresh /tmp must not hide it: an import after the preload would fail."""
