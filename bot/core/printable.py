@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 
-# CSI (colours, cursor moves, clearing) and OSC (titles, hyperlinks) sequences, whole
-TERMINAL_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]")
+# CSI (colours, cursor moves, clearing) and OSC (titles, hyperlinks) sequences, whole. An OSC counts
+# only with its terminator, within one line and 2 KiB: "up to the next BEL or ESC" would let one stray
+# `ESC ]` in a run's output swallow everything after it (the rest of a comment included); unterminated,
+# its ESC is shown escaped like any other control character.
+TERMINAL_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]{0,2048}(?:\x07|\x1b\\)|\x9b[0-?]*[ -/]*[@-~]")
 # C0 but tab and newline, DEL, C1, and the bidirectional controls (Trojan Source)
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 

@@ -11,6 +11,12 @@ def test_terminal_sequences_go_and_other_controls_are_shown_escaped():
     assert printable("tab\tand\nnewline stay, as does ünïcode") == "tab\tand\nnewline stay, as does ünïcode"
 
 
+def test_an_unterminated_title_sequence_hides_nothing_after_it():
+    """One stray `ESC ]` in an exception message once cut the rest of the comment away."""
+    assert printable("boom \x1b]0;x\nthe repro\nthe ladder") == "boom \\x1b]0;x\nthe repro\nthe ladder"
+    assert printable("\x1b]8;;" + "u" * 5000 + "\x07tail").endswith("tail")
+
+
 @given(st.text())
 def test_nothing_printable_leaves_can_move_the_cursor_or_change_the_screen(text):
     shown = printable(text)
