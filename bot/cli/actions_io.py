@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from bot.core.records import Classification
-from bot.core.markdown import code_span, fence, inert_line, trim_lines
+from bot.core.markdown import cell_code, code_span, fence, inert_line, trim_lines
 from bot.core.render import render
 from bot.core.report import TriageReport
 from bot.core.ruleset import Ruleset, load_ruleset
@@ -146,7 +146,7 @@ def summary_markdown(report: TriageReport, ruleset: Ruleset, artifact_name: str 
     return render("step_summary.md.j2", report=report, category=category, evidence=evidence,
                   reproduction=report.reproduction, minimized=minimized, repro_text=repro_text,
                   repro_dropped=repro_dropped, artifact_name=artifact_name, artifact_files=list(artifact_files),
-                  fence=fence, inert=inert_line, code=code_span)
+                  fence=fence, inert=inert_line, code=cell_code)
 
 
 def publish_outputs(result: Mapping) -> dict[str, str]:
@@ -179,7 +179,7 @@ def ci_annotations(ci_report: Mapping) -> list[Annotation]:
 
 def ci_summary_markdown(ci_report: Mapping) -> str:
     return render("step_summary_ci.md.j2", report=ci_report, findings=list(ci_report.get("findings", ())),
-                  comments=list(ci_report.get("comments") or ()), fence=fence, inert=inert_line, code=code_span)
+                  comments=list(ci_report.get("comments") or ()), fence=fence, inert=inert_line, code=cell_code)
 
 
 def issue_markdown(event: Mapping, issue_number: int | None) -> tuple[int, str]:

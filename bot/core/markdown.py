@@ -49,6 +49,12 @@ def code_span(text: str) -> str:
     return f"{ticks}{pad}{flat}{pad}{ticks}"
 
 
+def cell_code(text: str) -> str:
+    """`code_span` for a table cell: GitHub splits a row at every `|`, inside a code span too, and the
+    span's unclosed half would leave the text after it rendered as markdown (mentions, images)."""
+    return code_span(text).replace("|", "\\|")
+
+
 def inert(text: str) -> str:
     """User text for markdown prose: HTML escaped, mentions, issue links and inline links defused,
     no fence openers.

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from bot.core.classify import Classifier
 from bot.core.failures import Failure, distinct_failures
 from bot.core.logtext import clean_line, decode
-from bot.core.markdown import code_span, details, fence, inert, inert_line
+from bot.core.markdown import cell_code, code_span, details, fence, inert, inert_line
 from bot.core.records import Evidence
 from bot.core.render import env_prefix, render
 
@@ -245,6 +245,7 @@ class _MarkdownHelpers:
     inert = staticmethod(inert)
     inert_line = staticmethod(inert_line)
     code_span = staticmethod(code_span)
+    cell_code = staticmethod(cell_code)
     details = staticmethod(details)
 
 

@@ -12,7 +12,7 @@ import hashlib
 import re2
 
 from bot.core.graph_breaks import GraphBreakEntry, GraphBreakRegistry
-from bot.core.markdown import code_span, details, fence, inert, inert_line, trim_lines
+from bot.core.markdown import cell_code, code_span, details, fence, inert, inert_line, trim_lines
 from bot.core.records import Classification
 from bot.core.render import render
 from bot.core.report import TriageReport
@@ -127,7 +127,7 @@ def ladder_rows(report: TriageReport) -> list[tuple[str, str, str]]:
     rows = []
     for rung in report.ladder.rungs if report.ladder else ():
         error = " ".join((rung.exception or "").split("\n", 1)[0].split())[:120]
-        cell = code_span(error).replace("|", "\\|") if error else ""
+        cell = cell_code(error) if error else ""
         rows.append((inert_line(rung.title, 80), rung.outcome.replace("_", " "), cell))
     return rows
 

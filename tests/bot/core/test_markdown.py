@@ -1,7 +1,9 @@
 """bot.core.markdown: user text in a comment stays text."""
+import re
+
 from hypothesis import given, strategies as st
 
-from bot.core.markdown import code_span, details, fence, inert, inert_line, quoted, trim_lines
+from bot.core.markdown import cell_code, code_span, details, fence, inert, inert_line, quoted, trim_lines
 
 
 def test_a_fence_is_longer_than_any_backtick_run_inside():
@@ -36,6 +38,14 @@ def test_inert_line_is_one_bounded_line_safe_in_a_table():
 
 def test_code_span_survives_backticks_inside():
     assert code_span("a `b` c") == "``a `b` c``"
+
+
+@given(st.text())
+def test_a_table_cells_code_span_never_splits_the_row(text):
+    """GitHub splits a table row at every unescaped `|`, inside a code span too: the span's second
+    half would then be markdown (mentions, images) in a cell of its own."""
+    cell = cell_code(text)
+    assert "\n" not in cell and re.search(r"(?<!\\)\|", cell) is None
 
 
 def test_details_escapes_its_summary():

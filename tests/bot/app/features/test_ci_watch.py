@@ -1,6 +1,7 @@
 """CI watch and its comments as plain values: which failed runs are watched, what the comments say."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -81,3 +82,14 @@ def test_a_run_with_no_pr_is_commented_on_its_commit(report):
     [comment] = plan_ci_comments(ci, {}, {"commit:6dcb09b5": 5})
     assert (comment.target, comment.key, comment.known_id) == ("commit", "6dcb09b5", 5)
     assert plan_ci_comments(replace(ci, findings=()), {}, {}) == ()
+
+
+def test_a_pipe_in_a_failing_test_id_stays_in_its_table_cell(classifier):
+    """GitHub splits a table row at every `|`, inside a code span too: the id's second half would be
+    a cell of markdown of its own (a PR's test ids are the PR author's to choose)."""
+    log = (b"FAILED test/inductor/test_x.py::TestX::test_op[a|![i](https://e.example/x.png)] - boom\n"
+           + (FIXTURES / "inductor_cpp_compile_error.log").read_bytes())
+    ci = analyze_run(REPO, 1, f"https://github.com/{REPO}/actions/runs/1", "trunk", "6dcb09b5", (7,),
+                     [JobLog(61, "test (inductor, 1, 2)", "https://github.com/x/61", log, ("Test",))], classifier)
+    row = next(line for line in render_ci_comment(ci).splitlines() if line.startswith("| [test (inductor"))
+    assert "test_op[a\\|![i]" in row and len(re.findall(r"(?<!\\)\|", row)) == 4
