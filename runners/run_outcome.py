@@ -11,7 +11,8 @@ from .run_output import CappedReader, EvidenceReader, parse_evidence, parse_prob
 from .run_records import RunResult, RunSpec
 from .run_workdir import Prepared
 
-OUR_KILLS = ("SIGKILL", "SIGTERM")  # how a run we stopped (timeout, output flood) ends
+OUR_KILLS = ("SIGKILL", "SIGTERM")  # how a run we stopped (timeout, output flood, disk) ends
+OUR_KILL_LIMITS = ("timeout", "output", "disk")  # the limits we enforce by killing the run
 
 
 def signal_name(number: int) -> str:
@@ -64,7 +65,7 @@ def build_result(spec: RunSpec, prepared: Prepared, wait_status: int | None, pea
     (stdout, out_dropped), (stderr, err_dropped) = readers[0].text(), readers[1].text()
     exit_code, sig = decode_wait_status(wait_status) if wait_status is not None else (None, None)
     limits = limits + limits_from_outcome(spec, exit_code, sig, stderr, limits)
-    if sig in OUR_KILLS and ("timeout" in limits or "output" in limits):
+    if sig in OUR_KILLS and any(limit in limits for limit in OUR_KILL_LIMITS):
         sig = None
     return RunResult(
         exit_code=exit_code, signal=sig, duration_s=round(duration_s, 3), peak_rss_bytes=peak_rss,

@@ -52,6 +52,7 @@ class RunSpec:
     # compile workers, so this is generous: it stops fork bombs, not torch.
     max_processes: int | None = 4096
     max_file_bytes: int | None = 8 * GiB  # any one file the run writes (RLIMIT_FSIZE)
+    max_disk_bytes: int | None = 16 * GiB  # all it adds to the host's disk (workdir, job cache): runners/disk_watch.py
     memory_bytes: int | None = 64 * GiB  # the whole run's memory, only where a cgroup v2 enforces it
     tmp_bytes: int = 2 * GiB  # size of the run's private /tmp and of its /dev/shm (both tmpfs, in RAM)
     unsafe_no_sandbox: bool = False  # without bubblewrap: run anyway with weaker isolation (RunResult.sandbox says so)
@@ -75,7 +76,7 @@ class RunResult:
     stderr: str
     stdout_dropped_bytes: int = 0
     stderr_dropped_bytes: int = 0
-    limits_fired: tuple[str, ...] = ()  # timeout, cpu_time, address_space, file_size, processes, memory, output
+    limits_fired: tuple[str, ...] = ()  # timeout, cpu_time, address_space, file_size, processes, memory, output, disk
     network_isolated: bool = False
     network_note: str = ""
     workdir: str | None = None

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from . import bwrap, cgroups, seccomp
 from .bwrap import (BWRAP_FIX, GPU_DEVICES, RUNNERS, Bubblewrap, _pipe_with, bubblewrap, bwrap_command,
                     interpreter_dirs, reachable_by, require_bubblewrap, sandbox_owner)
+from .disk_watch import watch_run
 from .run_env import build_env
 from .run_output import parse_evidence, start_evidence_reader, start_readers
 from .run_outcome import build_result
@@ -234,11 +235,16 @@ def _execute(spec: RunSpec, prepared: Prepared) -> RunResult:
         limits.append("output")
         signal_group(proc.pid, signal.SIGKILL)
 
+    def disk_taken() -> None:
+        limits.append("disk")
+        signal_group(proc.pid, signal.SIGKILL)
+
     readers = start_readers((os.dup(proc.stdout.fileno()), os.dup(proc.stderr.fileno())), spec.output_cap_bytes, flood)
     evidence = start_evidence_reader(started_run.evidence_fd)
     proc.stdout.close()
     proc.stderr.close()
-    status, usage = _wait(proc, spec.timeout_s, limits, grace_s=0 if prepared.sandboxed else TERM_GRACE_S)
+    with watch_run((str(prepared.workdir), spec.cache_dir), spec.max_disk_bytes, disk_taken):
+        status, usage = _wait(proc, spec.timeout_s, limits, grace_s=0 if prepared.sandboxed else TERM_GRACE_S)
     signal_group(proc.pid, signal.SIGKILL)  # anything the script left behind in its group
     reported = _read_status(started_run.status_fd)
     if reported is not None:  # the target's own ending, not the launcher's

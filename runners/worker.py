@@ -61,6 +61,7 @@ import time
 from pathlib import Path
 
 from . import safefs, sandbox, seccomp
+from .disk_watch import watch_run
 from .sandbox import Prepared, RunResult, RunSpec
 from .worker_launch import server_launch
 
@@ -325,10 +326,16 @@ class WarmWorker:
             limits.append("output")
             self._kill_run()
 
+        def disk_taken() -> None:
+            limits.append("disk")
+            self._kill_run()
+
         readers = sandbox.start_readers((out_r, err_r), spec.output_cap_bytes, flood)
         evidence = sandbox.start_evidence_reader(ev_r)
+        job_cache = str(self.caches_dir / request["cache_dir"]) if request.get("cache_dir") else None
         try:
-            done = self._await_done(spec, started, limits)
+            with watch_run((str(prepared.workdir), job_cache), spec.max_disk_bytes, disk_taken):
+                done = self._await_done(spec, started, limits)
         finally:
             with self._send_lock:
                 self._run_active = False
