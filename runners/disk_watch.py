@@ -18,8 +18,7 @@ from typing import Callable, Iterable
 
 POLL_S = 0.5
 MiB, GiB = 1 << 20, 1 << 30
-RESERVE_BYTES = 1 * GiB  # a disk with less than this free (or RESERVE_SHARE of it) is nearly full
-RESERVE_SHARE = 0.02
+RESERVE_BYTES = 1 * GiB  # a disk with less than this free is nearly full, whatever its size
 NEARLY_FULL_MIN_USE = 256 * MiB  # a run is blamed for a nearly full disk only once it wrote this much
 
 
@@ -41,7 +40,7 @@ def over(start: Space, now: Space, cap: int) -> bool:
     """Whether the run has taken too much: more than `cap` since it started, or enough to count while
     the disk is nearly full (pure: the decision apart from the polling)."""
     used = start.free - now.free
-    nearly_full = now.free < max(RESERVE_BYTES, RESERVE_SHARE * now.total)
+    nearly_full = now.free < RESERVE_BYTES
     return used > cap or (nearly_full and used > NEARLY_FULL_MIN_USE)
 
 
