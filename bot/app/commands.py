@@ -17,7 +17,10 @@ from bot.core.markdown import code_span
 DEVICE_WORDS = {"cpu": "cpu", "gpu": "gpu", "cuda": "gpu"}
 FILLER_WORDS = {"please", "pls", "the", "this", "on", "a", "again", "to", "with", "it", "can", "you", "now"}
 PATH_RE = re.compile(r"^[A-Za-z0-9_./-]+\.py$")
-FENCE_RE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")  # any indent: a fence in a list item is still code
+CLOSING_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})\s*$")  # no info string: "```python" opens, never closes
+INDENTED_CODE_RE = re.compile(r"^(?: {4}|\t)")  # an indented code block (or text nested that deep)
+HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)  # hidden on GitHub, so never a request
 
 
 @dataclass(frozen=True)
@@ -42,18 +45,20 @@ class Decision:
 
 
 def command_lines(body: str) -> list[str]:
-    """The comment's lines that may carry a command: not quoted, not inside a code block."""
+    """The comment's lines that may carry a command: what GitHub shows as text, so not quoted, not
+    inside a fenced or indented code block, not inside an HTML comment (which GitHub hides)."""
     lines, fence = [], None
-    for line in body.replace("\r\n", "\n").split("\n"):
-        opener = FENCE_RE.match(line)
+    for line in HTML_COMMENT_RE.sub(" ", body.replace("\r\n", "\n")).split("\n"):
         if fence:
-            if opener and opener.group(1)[0] == fence[0] and len(opener.group(1)) >= len(fence):
+            closer = CLOSING_FENCE_RE.match(line)
+            if closer and closer.group(1)[0] == fence[0] and len(closer.group(1)) >= len(fence):
                 fence = None
             continue
+        opener = FENCE_RE.match(line)
         if opener:
             fence = opener.group(1)
             continue
-        if line.lstrip().startswith(">"):
+        if line.lstrip().startswith(">") or INDENTED_CODE_RE.match(line):
             continue
         lines.append(re.sub(r"`[^`]*`", " ", line))  # inline code is an example, not a request
     return lines
@@ -64,7 +69,8 @@ def parse_command(body: str, bot_name: str, table: dict[str, CommandSpec] | None
     """The first command addressed to `@bot_name` in a comment, a Rejection explaining how to fix
     it, or None when the comment addresses no command to the bot."""
     table = table if table is not None else default_commands()
-    mention = re.compile(rf"(?<![\w@/-])@{re.escape(bot_name)}(?![\w-])[\s:,]*(.*)", re.IGNORECASE)
+    # ASCII case folding only: GitHub does not take "@pt2-trıage" (a dotless i) as a mention of us
+    mention = re.compile(rf"(?<![\w@/-])@{re.escape(bot_name)}(?![\w-])[\s:,]*(.*)", re.IGNORECASE | re.ASCII)
     for line in command_lines(body):
         match = mention.search(line)
         if not match:

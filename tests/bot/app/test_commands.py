@@ -42,6 +42,14 @@ def test_a_command_is_read_the_way_people_write_it(body, expected):
     "see `@pt2-triage run` in the docs",
     "email me at someone@pt2-triage.dev",
     "@pt2-triage-bot run",  # another name
+    # what GitHub shows as code, or hides, is not a request either
+    "Steps:\n\n1. first\n\n    ```\n    @pt2-triage run gpu\n    ```\n",  # a fence in a list item
+    "Example:\n\n    @pt2-triage run gpu\n",  # an indented code block
+    "```\nhistory:\n```python\n@pt2-triage run gpu\n```\n",  # an info string opens a fence, never closes one
+    "Thanks! <!-- @pt2-triage run gpu -->",
+    "<!--\n@pt2-triage run gpu\n",  # an unclosed comment hides the rest
+    "@pt2-tr\u0131age run gpu",  # a dotless i: GitHub mentions no one
+    "@PT2-TR\u0130AGE run gpu",
 ])
 def test_what_is_not_a_command_for_the_bot(body):
     assert parse(body) is None
