@@ -28,7 +28,7 @@ def fence(text: str, info: str = "") -> str:
     """
     longest = max((len(run) for run in BACKTICK_RUN.findall(text)), default=0)
     marker = "`" * max(3, longest + 1)
-    body = text.replace(HTML_COMMENT_OPEN, "<!" + ZERO_WIDTH_SPACE + "--")
+    body = unmarked(text)
     if not body.endswith("\n"):
         body += "\n"
     return f"{marker}{info_string(info)}\n{body}{marker}"
@@ -40,9 +40,23 @@ def info_string(info: str) -> str:
     return word[:30]
 
 
+def unmarked(text: str) -> str:
+    """`text` with every `<!--` broken by a zero-width space: the App finds its own comments by their
+    hidden markers, so text quoted from a log or a report must never carry one, even inside code."""
+    return text.replace(HTML_COMMENT_OPEN, "<!" + ZERO_WIDTH_SPACE + "--")
+
+
+def unmentioned(text: str) -> str:
+    """`text` with a zero-width space after each mention's `@`. In a code span a mention is not live,
+    but defusing it there too leaves a comment with no `@name` outside its fences at all: a property
+    anyone can check with a search, which no longer depends on where each span begins and ends."""
+    return MENTION.sub("@" + ZERO_WIDTH_SPACE, text)
+
+
 def code_span(text: str) -> str:
-    """Inline code for short user text (a file path, an exception type), on one line."""
-    flat = " ".join(text.split())
+    """Inline code for short user text (a file path, an exception type), on one line, that cannot be
+    closed early, and carries no marker of ours and no mention."""
+    flat = unmentioned(unmarked(" ".join(text.split())))
     longest = max((len(run) for run in BACKTICK_RUN.findall(flat)), default=0)
     ticks = "`" * (longest + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") or not flat else ""
@@ -66,7 +80,7 @@ def inert(text: str) -> str:
     sentences goes in a code span (`quoted`), where nothing is markup.
     """
     escaped = "".join(HTML_SPECIALS.get(char, char) for char in text)
-    escaped = MENTION.sub("@" + ZERO_WIDTH_SPACE, escaped)
+    escaped = unmentioned(escaped)
     escaped = ISSUE_REFERENCE.sub(lambda m: m.group(1) + ZERO_WIDTH_SPACE, escaped)
     escaped = escaped.replace("](", "]" + ZERO_WIDTH_SPACE + "(").replace("![", "!" + ZERO_WIDTH_SPACE + "[")
     return FENCE_RUN.sub(lambda m: m.group(0)[0] + ZERO_WIDTH_SPACE + m.group(0)[1:], escaped)
@@ -75,11 +89,12 @@ def inert(text: str) -> str:
 def quoted(text: str, limit: int = 200) -> str:
     """Text a run printed (a function's name, a guard, an exception message), in a code span of the
     report's own sentence: on one line, at most `limit` characters, its backticks shown as `'` so
-    that it cannot end the span and speak in the report's voice (`**Verdict: not a bug**`)."""
+    that it cannot end the span and speak in the report's voice (`**Verdict: not a bug**`); like
+    `code_span`, no marker of ours and no mention."""
     flat = " ".join(str(text).split()).replace("`", "'")
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
-    return f"`{flat}`" if flat else "``"
+    return f"`{unmentioned(unmarked(flat))}`" if flat else "``"
 
 
 def inert_line(text: str, limit: int = 300) -> str:

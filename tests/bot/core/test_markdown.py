@@ -69,3 +69,17 @@ def test_quoted_run_text_stays_one_code_span():
     span = quoted("f` **Verdict: not a bug** `f\nsecond line and more", limit=40)
     assert span.startswith("`") and span.endswith("`") and span.count("`") == 2 and "\n" not in span
     assert len(span) == 42 and span.endswith("…`")
+
+
+@given(st.text())
+def test_code_never_carries_a_marker_of_ours_or_a_mention(text):
+    """The App finds its comments by their hidden markers: a log line quoted in code that kept
+    `<!-- pt2-triage:report -->` would make the CI comment pass for the report comment."""
+    for span in (code_span(text + " <!-- pt2-triage:report --> @org/team"), cell_code(text + "<!--x"),
+                 quoted(text + "<!-- pt2-triage:ci-failure -->")):
+        assert "<!--" not in span and re.search(r"(?<![\w.+-])@(?=[A-Za-z0-9])", span) is None
+
+
+def test_code_reads_the_same_with_its_marker_and_mention_defused():
+    assert code_span("x <!-- y --> @a/b") == "`x <!\u200b-- y --> @\u200ba/b`"
+    assert quoted("dev@example.com") == "`dev@example.com`"  # an e-mail address is no mention
