@@ -53,7 +53,8 @@ def github_factory(settings: Settings, clock: Callable[[], float] = time.time) -
         if credentials is None or installation_id is None:
             raise RuntimeError("the App's id and private key are needed to act on an installation "
                                "(set PT2_TRIAGE_APP_ID and PT2_TRIAGE_PRIVATE_KEY)")
-        return GitHub(settings.api_url, credentials.installation(installation_id), clock=clock)
+        return GitHub(settings.api_url, credentials.installation(installation_id), clock=clock,
+                      bot_login=settings.bot_login)
 
     return client
 

@@ -23,6 +23,7 @@ ENV_VARS = {
     "db_path": ("PT2_TRIAGE_DB", "SQLite database path (default: pt2-triage.sqlite3)"),
     "api_url": ("PT2_TRIAGE_GITHUB_API", f"REST API base URL (default {DEFAULT_API_URL}; GHES: https://HOST/api/v3)"),
     "bot_name": ("PT2_TRIAGE_BOT_NAME", "the @name commands are addressed to (default pt2-triage)"),
+    "app_slug": ("PT2_TRIAGE_APP_SLUG", "the App's slug: its comments are written by <slug>[bot] (default: the bot name)"),
     "runner_workflow": ("PT2_TRIAGE_RUNNER_WORKFLOW", f"workflow file the App dispatches (default {DEFAULT_RUNNER_WORKFLOW})"),
     "workers": ("PT2_TRIAGE_WORKERS", "job worker threads in the web process (default 2; 0 with a separate `pt2-triage worker`)"),
 }
@@ -40,8 +41,15 @@ class Settings:
     db_path: str = "pt2-triage.sqlite3"
     api_url: str = DEFAULT_API_URL
     bot_name: str = "pt2-triage"
+    app_slug: str | None = None
     runner_workflow: str = DEFAULT_RUNNER_WORKFLOW
     workers: int = 2
+
+    @property
+    def bot_login(self) -> str:
+        """The account the App's comments are written by, `<app-slug>[bot]`: only its comments that
+        start with a marker are the App's own (another bot's, or a person's, never are)."""
+        return f"{self.app_slug or self.bot_name}[bot]"
 
     @property
     def private_key(self) -> str:

@@ -12,22 +12,29 @@ from bot.app.github.transport import RestClient, parse_repo
 log = logging.getLogger("pt2_triage.github")
 
 
-def is_marked_bot_comment(item: dict, marker: str) -> bool:
-    """Ours: it carries the marker and a bot account wrote it (a pasted marker does not make it ours)."""
-    return marker in (item.get("body") or "") and (item.get("user") or {}).get("type") == "Bot"
+def is_marked_bot_comment(item: dict, marker: str, bot_login: str | None = None) -> bool:
+    """Ours: its body starts with the marker (every marked template writes it as its first line) and
+    our bot account wrote it: `bot_login` (`<app-slug>[bot]`) where the client knows it, else any bot.
 
+    Anywhere but the start, the marker proves nothing: a quoted issue text or CI log line can carry it
+    into one of our own comments, and another bot may quote it too. Taking such a comment for ours
+    would overwrite it, or trust state it carries.
+    """
+    user = item.get("user") or {}
+    if user.get("type") != "Bot" or (bot_login is not None and user.get("login") != bot_login):
+        return False
+    return (item.get("body") or "").lstrip().startswith(marker)
 
 
 class IssuesApi(RestClient):
     """Comments, labels, reactions, permissions (part of `GitHub`)."""
 
     def find_marked_comment(self, repo: str, number: int, marker: str) -> Comment | None:
-        """The bot's comment on an issue/PR: it carries `marker` and was written by a bot account.
-
-        A person who pastes the marker into their own comment does not make it ours.
+        """The bot's comment on an issue/PR: it starts with `marker` and our bot wrote it
+        (`is_marked_bot_comment`). A marker pasted or quoted anywhere else does not make it ours.
         """
         for item in self.paginate(f"/repos/{parse_repo(repo)}/issues/{int(number)}/comments"):
-            if is_marked_bot_comment(item, marker):
+            if is_marked_bot_comment(item, marker, self.bot_login):
                 return Comment(item["id"], item["html_url"], item.get("body") or "")
         return None
 
@@ -98,7 +105,7 @@ class IssuesApi(RestClient):
         if edited:
             return edited
         for item in self.paginate(f"{base}/commits/{quote(sha)}/comments"):
-            if is_marked_bot_comment(item, marker):
+            if is_marked_bot_comment(item, marker, self.bot_login):
                 return self.edit_comment(f"{base}/comments/{item['id']}", body)
         data = self.json("POST", f"{base}/commits/{quote(sha)}/comments", json={"body": body})
         return Comment(data["id"], data["html_url"], body)

@@ -44,6 +44,9 @@ class RestClient:
     policy: RetryPolicy = field(default_factory=RetryPolicy)
     session: requests.Session = field(default_factory=requests.Session)
     timeout_s: float = 30.0
+    # our bot account, `<app-slug>[bot]`: only its comments are ours. None where it is not known (the
+    # CLI on an Actions token): then any bot's comment that starts with our marker is taken for ours.
+    bot_login: str | None = None
 
     def __post_init__(self):
         self.api_url = self.api_url.rstrip("/")

@@ -79,7 +79,7 @@ def settings(tmp_path, private_key_path) -> Settings:
 def github_for(settings, clock):
     credentials = AppCredentials(settings.app_id, settings.private_key, settings.api_url, clock=clock, sleep=clock.sleep)
     return lambda installation_id: GitHub(settings.api_url, credentials.installation(installation_id),
-                                          sleep=clock.sleep, clock=clock)
+                                          sleep=clock.sleep, clock=clock, bot_login=settings.bot_login)
 
 
 @pytest.fixture
