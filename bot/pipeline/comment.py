@@ -12,7 +12,7 @@ import hashlib
 import re2
 
 from bot.core.graph_breaks import GraphBreakEntry, GraphBreakRegistry
-from bot.core.markdown import cell_code, code_span, details, fence, inert, inert_line, trim_lines
+from bot.core.markdown import cell_code, code_span, details, fence, inert_line, quoted, trim_lines
 from bot.core.records import Classification
 from bot.core.render import render
 from bot.core.report import TriageReport
@@ -111,24 +111,80 @@ def _render(report, category, registry, commands, fixed, excerpts, log_budget, c
     test = report.regression_test
     test_source = _trimmed_code(test.file_source if test else None, code_budget, "test", trimmed)
     graph_break = registry.get(report.classification.graph_break_id) if registry else None
-    return render("comment.md.j2", marker=COMMENT_MARKER, report=report, category=category,
+    return render("comment.md.j2", marker=COMMENT_MARKER, report=report, category=category, shown=shown(report),
                   verdict=verdict_line(report), evidence=_evidence(report.classification),
                   graph_break=_graph_break(graph_break), repro=repro, logs=logs, test=test, test_source=test_source,
-                  verification=VERIFICATION_LINES.get(test.verification, test.verification) if test else None,
                   suggestion=report.test_suggestion, commands=commands, trimmed=trimmed, pull_request=pull_request,
                   ladder_rows=ladder_rows(report), workaround_source=_trimmed_code(
                       report.workaround.source if report.workaround else None, code_budget, "workaround", trimmed),
                   celebration=celebration(report) if fixed else None,
-                  fence=fence, inert=inert, inert_line=inert_line, details=details, code_span=code_span)
+                  fence=fence, inert_line=inert_line, details=details, code_span=code_span)
+
+
+def shown(report: TriageReport) -> dict:
+    """Every string of the report that the comment prints, made inert here, in one place.
+
+    The App reads a report from a runner's artifact, written next to a stranger's script: any of its
+    strings may be forged, a version or a test name as much as a log line. Printed raw, a backtick
+    ends the template's code span and what follows is the bot's own markdown (`@org/team`, images, a
+    marker of ours). So the template reads the report only for its structure (what is there, numbers,
+    flags) and prints its words from here; names go in code (`quoted`), prose through `inert_line`.
+    tests/bot/pipeline/test_comment.py forges every string of a full report to hold this.
+    """
+    repro, ladder, disposition, workaround = report.reproduction, report.ladder, report.disposition, report.workaround
+    return {"alternatives": [(quoted(name, 60), p) for name, p in report.classification.alternatives[:2]],
+            "reproduction": _shown_reproduction(repro) if repro else None,
+            "disposition": _shown_disposition(disposition) if disposition else None,
+            "workaround": {"verification": inert_line(workaround.verification, 300),
+                           "note": inert_line(workaround.note, 300)} if workaround else None,
+            "ladder": _shown_ladder(ladder) if ladder else None,
+            "suggestion": _shown_suggestion(report.test_suggestion) if report.test_suggestion else None,
+            "test": _shown_test(report.regression_test) if report.regression_test else None,
+            "stage_errors": [(inert_line(stage, 60), inert_line(error, 300)) for stage, error in report.stage_errors.items()],
+            "tool_version": inert_line(report.tool_version, 40)}
+
+
+def _shown_reproduction(repro) -> dict:
+    return {"category_from_text": quoted(repro.category_from_text, 60),
+            "category_from_run": quoted(repro.category_from_run, 60),
+            "summary": inert_line(repro.summary, 400), "script_changed": inert_line(repro.script_changed or "", 200),
+            "next_step": inert_line(repro.next_step or "", 400),
+            "silent": [(inert_line(check.kind, 40), inert_line(check.summary, 400), check.reproduced)
+                       for check in repro.silent]}
+
+
+def _shown_disposition(disposition) -> dict:
+    return {"kind": inert_line(disposition.kind.replace("_", " "), 60), "reason": inert_line(disposition.reason, 600),
+            "meaning": inert_line(disposition.meaning, 200), "hints": [inert_line(h, 400) for h in disposition.hints]}
+
+
+def _shown_ladder(ladder) -> dict:
+    return {"owner": inert_line(ladder.owner or "", 80), "sentence": inert_line(ladder.sentence, 400),
+            "workarounds": " or ".join(inert_line(w, 80) for w in ladder.workarounds),
+            "skipped": inert_line(ladder.skipped or "", 300)}
+
+
+def _shown_suggestion(suggestion) -> dict:
+    return {"path": quoted(suggestion.path, 200), "test_class": quoted(suggestion.test_class or "", 100),
+            "reason": inert_line(suggestion.reason, 300),
+            "alternatives": ", ".join(quoted(path, 200) for path in suggestion.alternatives)}
+
+
+def _shown_test(test) -> dict:
+    """The verification is one of VERIFICATION_LINES' keys, or shown as code: it is the runner's word."""
+    return {"name": quoted(f"{test.class_name}.{test.test_name}", 200),
+            "verification": VERIFICATION_LINES.get(test.verification) or quoted(test.verification, 60),
+            "note": inert_line(test.verification_note, 300)}
 
 
 def ladder_rows(report: TriageReport) -> list[tuple[str, str, str]]:
-    """(run, result, error) table cells, inert: the error is the run's own text, one line, no pipes."""
+    """(run, result, error) table cells, inert: each is the runner's word, the error its run's text;
+    one line each, no pipes."""
     rows = []
     for rung in report.ladder.rungs if report.ladder else ():
         error = " ".join((rung.exception or "").split("\n", 1)[0].split())[:120]
         cell = cell_code(error) if error else ""
-        rows.append((inert_line(rung.title, 80), rung.outcome.replace("_", " "), cell))
+        rows.append((inert_line(rung.title, 80), inert_line(rung.outcome.replace("_", " "), 40), cell))
     return rows
 
 
@@ -153,19 +209,21 @@ def _graph_break(entry: GraphBreakEntry | None) -> dict | None:
 
 
 def verdict_line(report: TriageReport) -> str:
-    """One line: what it is, how sure, and whether (and where) it reproduced."""
+    """One line: what it is, how sure, and whether (and where) it reproduced. Inert: the torch
+    version, the device and the reason are the runner's words."""
     c = report.classification
     where = ""
     if report.machine and report.machine.torch_version:
         device = report.reproduction.device if report.reproduction else "cpu"
-        where = f" on {device.upper() if device == 'cpu' else device} with torch {report.machine.torch_version}"
+        shown_device = device.upper() if device == "cpu" else inert_line(device, 20)
+        where = f" on {shown_device} with torch {inert_line(report.machine.torch_version, 40)}"
     repro = report.reproduction
     if repro is None:
         reproduced = "not run yet"
     elif repro.reproduced:
         reproduced = f"reproduced ({repro.runs_reproduced}/{repro.runs_total} runs){where}"
     else:
-        why = (repro.reason or repro.status).replace('_', ' ')
+        why = inert_line((repro.reason or repro.status).replace("_", " "), 80)
         reproduced = f"not reproduced here ({why}){where}"
     return f"confidence {c.confidence:.2f} · {reproduced}"
 

@@ -6,7 +6,7 @@ way a maintainer would read the comment.
 """
 import json
 import os
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 import re
 
 import pytest
@@ -209,3 +209,77 @@ def test_a_fix_is_verified_only_against_an_earlier_reproduction():
     assert not fix_verified(before, before)
     still_failing = TriageReport(**{**after.__dict__, "regression_test": before.regression_test})
     assert not fix_verified(before, still_failing)
+
+
+# Whatever a report's strings say, the comment shows them as text: a backtick cannot end a code span,
+# a blank line cannot start a paragraph of the bot's own, and nothing becomes a mention, an image,
+# HTML, a table cell or a marker of ours. The report is read from a runner's artifact: any string in
+# it may be forged (tool_version and test names as much as the log).
+PAYLOAD = ("x`\n\n@octo-org/team ![i](https://e.example/i.png) <img src=https://e.example/i> "
+           f"{COMMENT_MARKER} <!-- pt2-triage:ci-failure --> a|b `")
+MENTION = re.compile(r"(?<![\w.+-])@(?=[A-Za-z0-9])")
+OUR_TAGS = {COMMENT_MARKER, "<details>", "<details open>", "<summary>", "</summary>", "</details>", "<sub>", "</sub>"}
+
+
+def poisoned(value):
+    """`value` with every string in it (fields of dataclasses, tuples, dict keys and values) replaced by PAYLOAD."""
+    if isinstance(value, str):
+        return PAYLOAD
+    if is_dataclass(value):
+        return replace(value, **{f.name: poisoned(getattr(value, f.name)) for f in fields(value) if f.init})
+    if isinstance(value, tuple):
+        return tuple(poisoned(item) for item in value)
+    if isinstance(value, dict):
+        return {poisoned(key): poisoned(item) for key, item in value.items()}
+    return value
+
+
+def fully_filled_report() -> TriageReport:
+    """A report with every part the comment can show: a changed category, silent checks, a stage that
+    stopped, the ladder, a disposition with a workaround, an unsure first guess, a test and its suggestion."""
+    from bot.core.disposition import Disposition
+    from bot.core.ladder import RungResult
+    from bot.core.report import LadderReport, SilentCheck, Workaround
+
+    report = report_for("graph_break")
+    classification = replace(report.classification, unsure=True, runner_up="dynamic_shapes",
+                             alternatives=(("graph_break", 0.5), ("dynamic_shapes", 0.3)))
+    reproduction = replace(report.reproduction, category_changed=True, category_from_text="dynamic_shapes",
+                           script_changed="import added", next_step="run it on a GPU", reason="needs_gpu",
+                           silent=(SilentCheck("accuracy", True, "max abs diff 0.5"),))
+    ladder = LadderReport(rungs=(RungResult("eager", 'backend="eager"', "fails", "graph_break", "Unsupported: x"),),
+                          layer="dynamo", owner="Dynamo", sentence="Dynamo owns it.", workarounds=("fullgraph=False",))
+    disposition = Disposition("limitation", "fundamental", "the break is fundamental", "documented", ("torch_cond",),
+                              ("Use torch.cond.",))
+    workaround = Workaround("torch_cond", "the if became torch.cond", "import torch\n", True, "ran clean")
+    suggestion = replace(report.test_suggestion, test_class="TestRepros", alternatives=("test/a.py", "test/b.py"))
+    return replace(report, classification=classification, reproduction=reproduction, ladder=ladder,
+                   disposition=disposition, workaround=workaround, test_suggestion=suggestion,
+                   stage_errors={"minimize": "RuntimeError: boom"})
+
+
+def hostile_variants() -> list[TriageReport]:
+    """The filled report with every string forged (its category stays one the ruleset knows), as it
+    reproduced and as it did not (the verdict and header then say other things)."""
+    forged = poisoned(fully_filled_report())
+    forged = replace(forged, classification=replace(forged.classification, category="graph_break"))
+    not_reproduced = replace(forged.reproduction, reproduced=False, status=PAYLOAD)
+    return [forged, replace(forged, reproduction=not_reproduced)]
+
+
+def assert_inert(markdown: str) -> None:
+    """Nothing of PAYLOAD is live: no mention, image, tag or marker of its own, no table row split."""
+    assert markdown.count("<!--") == 1 and markdown.startswith(COMMENT_MARKER)
+    live = strip_code(markdown)
+    assert MENTION.search(live) is None, [line for line in live.splitlines() if MENTION.search(line)]
+    assert "![" not in live and "](https://e.example" not in live
+    assert set(re.findall(r"<[^<>]*>", live)) <= OUR_TAGS
+    for table in re.findall(r"(?m)(?:^\|.*\n)+", markdown):
+        cells = [len(re.findall(r"(?<!\\)\|", row)) for row in table.splitlines()]
+        assert set(cells) == {cells[0]}, table  # each row has the header's columns
+
+
+@pytest.mark.parametrize("variant", range(2))
+def test_every_string_of_a_forged_report_stays_text_in_the_comment(variant):
+    report = hostile_variants()[variant]
+    assert_inert(render_comment(report, RULESET, REGISTRY, commands=COMMANDS))
