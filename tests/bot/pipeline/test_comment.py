@@ -267,9 +267,9 @@ def hostile_variants() -> list[TriageReport]:
     return [forged, replace(forged, reproduction=not_reproduced)]
 
 
-def assert_inert(markdown: str) -> None:
+def assert_inert(markdown: str, marker: str | None = COMMENT_MARKER) -> None:
     """Nothing of PAYLOAD is live: no mention, image, tag or marker of its own, no table row split."""
-    assert markdown.count("<!--") == 1 and markdown.startswith(COMMENT_MARKER)
+    assert markdown.count("<!--") == (1 if marker else 0) and markdown.startswith(marker or "")
     live = strip_code(markdown)
     assert MENTION.search(live) is None, [line for line in live.splitlines() if MENTION.search(line)]
     assert "![" not in live and "](https://e.example" not in live
@@ -283,3 +283,13 @@ def assert_inert(markdown: str) -> None:
 def test_every_string_of_a_forged_report_stays_text_in_the_comment(variant):
     report = hostile_variants()[variant]
     assert_inert(render_comment(report, RULESET, REGISTRY, commands=COMMANDS))
+
+
+@pytest.mark.parametrize("added_to_existing", (True, False))
+def test_every_string_of_a_forged_report_stays_text_in_the_draft_pr_body(added_to_existing):
+    """templates/draft_pr.md.j2, as the App renders it (bot/app/publish.py), from the same forged report."""
+    from bot.app.publish import TestChange, pull_request_text
+
+    report = hostile_variants()[0]
+    _, body = pull_request_text(report, 12, TestChange(PAYLOAD, "", added_to_existing), RULESET)
+    assert_inert(body, marker=None)
