@@ -115,3 +115,11 @@ def test_report_command_writes_outputs_summary_and_annotations(tmp_path, capsys)
 def test_a_missing_report_is_one_clear_error(tmp_path, capsys):
     assert main(["report", str(tmp_path)], {}) == 2
     assert "no report (did the triage step fail before writing one?)" in capsys.readouterr().out
+
+
+def test_summary_keeps_every_string_of_a_forged_report_inert(ruleset):
+    """The summary is rendered from the runner's report.json: each of its strings may be forged."""
+    from tests.bot.pipeline.test_comment import assert_inert, hostile_variants
+
+    for forged in hostile_variants():
+        assert_inert(summary_markdown(forged, ruleset, "pt2-triage-report", ["report.json"]), marker=None)
