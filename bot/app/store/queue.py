@@ -1,4 +1,5 @@
-"""Webhook deliveries and the job queue: each delivery at most one job, each job claimed by one worker.
+"""Webhook deliveries and the job queue: each delivery at most one job, each job claimed by one worker,
+and at most one job running per issue.
 
 A delivery id already seen makes no second job (GitHub redelivers under the same id), and a body
 already brought under another delivery id within REPLAY_WINDOW_S is a replay and is refused. A
@@ -93,20 +94,26 @@ class JobQueue(Database):
 
     def claim(self, owner: str, lease_s: float) -> Job | None:
         """The oldest job ready to run, leased to `owner`: first running ones whose lease ran out
-        (their worker died: the job resumes from its last checkpoint), then queued ones.
+        (their worker died: the job resumes from its last checkpoint), then queued ones. A job whose
+        issue (repo, number) has another job running under a live lease is passed over until that one
+        ends: two jobs on one issue (a label and a `classify`) would each find no bot comment and
+        each post one. Jobs with no issue (workflow runs) are not held back.
 
         Each try is one UPDATE that picks and takes the row itself, so workers never race for the
-        same row and the write lock is held for one indexed statement. The lease carries a fresh
-        token, which is how the claimant finds its row again without RETURNING. The outer WHERE
-        repeats the condition so that on PostgreSQL a row taken meanwhile is not taken twice."""
+        same row and the write lock is held for one indexed statement. On SQLite that statement
+        holds the database's one write lock from its first read, so the per-issue check and the
+        take are one atomic step (PostgreSQL would need the issue locked for it). The lease carries
+        a fresh token, which is how the claimant finds its row again without RETURNING. The outer
+        WHERE repeats the condition so that on PostgreSQL a row taken meanwhile is not taken twice."""
         now = self.clock()
         token = f"{owner}/{uuid.uuid4().hex[:12]}"
         for ready, values in (("state = ? AND lease_until < ?", (RUNNING, now)),
                               ("state = ? AND not_before <= ?", (QUEUED, now))):
             taken = self._write(
                 "UPDATE jobs SET state = ?, lease_owner = ?, lease_until = ?, attempts = attempts + 1, updated_at = ? "
-                f"WHERE id = (SELECT id FROM jobs WHERE {ready} ORDER BY created_at LIMIT 1) AND {ready}",
-                (RUNNING, token, now + lease_s, now, *values, *values))
+                f"WHERE id = (SELECT id FROM jobs AS candidate WHERE {ready} AND {_ISSUE_FREE} "
+                f"ORDER BY created_at LIMIT 1) AND {ready}",
+                (RUNNING, token, now + lease_s, now, *values, RUNNING, now, *values))
             if taken:
                 row = self._connect().execute("SELECT id FROM jobs WHERE state = ? AND lease_owner = ?",
                                               (RUNNING, token)).fetchone()
@@ -142,6 +149,11 @@ class JobQueue(Database):
         rows = self._connect().execute("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state").fetchall()
         return {row["state"]: row["n"] for row in rows}
 
+
+# a candidate job whose issue has no other job running under a live lease (params: RUNNING, now)
+_ISSUE_FREE = ("(candidate.number IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS busy WHERE busy.state = ? "
+               "AND busy.lease_until >= ? AND busy.repo = candidate.repo AND busy.number = candidate.number "
+               "AND busy.id <> candidate.id))")
 
 _INSERT_JOB = ("INSERT INTO jobs (id, delivery_id, kind, repo, installation_id, number, payload, state, not_before, "
                "created_at, updated_at) VALUES ")
