@@ -36,6 +36,7 @@ EXECUTE_HINT_RE = re.compile(rb"To execute this test, run the following from the
 TAIL_FOR_HINTS = 4 << 20
 EXCERPT_BEFORE, EXCERPT_AFTER, EXCERPT_MAX_CHARS = 25, 8, 6000
 MAX_REMEMBERED_RUNS = 10
+ACTIONS_RUN_URL = re.compile(r"https://github\.com/[A-Za-z0-9-]+/[A-Za-z0-9._-]+/actions/runs/(\d+)")
 
 
 @dataclass(frozen=True)
@@ -224,18 +225,39 @@ def encode_state(report: CiFailureReport) -> str:
 
 
 def decode_state(comment: str) -> list[RunSummary]:
-    """The runs remembered in a previous comment; anything unreadable is forgotten, not fatal."""
+    """The runs remembered in a previous comment; anything unreadable is forgotten, not fatal.
+
+    The state is text in a comment, which its editors (or, quoted, anyone) could have written: each
+    value is made what it should be (`remembered_run`), and the template escapes the words."""
     start = comment.rfind(CI_STATE_OPEN)
     if start < 0:
         return []
     end = comment.find(CI_STATE_CLOSE, start + len(CI_STATE_OPEN))
     try:
         raw = zlib.decompress(base64.b64decode(comment[start + len(CI_STATE_OPEN):end]), bufsize=1 << 16)
-        runs = json.loads(raw)
-        return [RunSummary(int(r["run_id"]), str(r["run_url"]), str(r["workflow"]), str(r["head_sha"]),
-                           tuple(dict(j) for j in r["jobs"])) for r in runs]
-    except (ValueError, KeyError, TypeError, zlib.error):
+        return [remembered_run(run) for run in json.loads(raw)]
+    except (ValueError, KeyError, TypeError, AttributeError, zlib.error):
         return []
+
+
+def remembered_run(data: dict) -> RunSummary:
+    """One run of the decoded state, its values strings (and its id a number) whatever the JSON held."""
+    run_id = int(data["run_id"])
+    return RunSummary(run_id, run_page(str(data["run_url"]), run_id), str(data["workflow"]), str(data["head_sha"]),
+                      tuple(remembered_job(job) for job in data["jobs"]))
+
+
+def remembered_job(data: dict) -> dict:
+    test = data.get("test")
+    return {"name": str(data["name"]), "url": str(data["url"]), "category": str(data["category"]),
+            "title": str(data["title"]), "test": None if test is None else str(test)}
+
+
+def run_page(url: str, run_id: int) -> str:
+    """`url` if it is run `run_id`'s page on GitHub, else "": the comment then names the run without
+    a link, rather than link a remembered run to wherever a forged state points."""
+    match = ACTIONS_RUN_URL.fullmatch(url)
+    return url if match and int(match.group(1)) == run_id else ""
 
 
 class _MarkdownHelpers:
