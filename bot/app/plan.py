@@ -73,7 +73,11 @@ class UpsertComment:
 
 @dataclass(frozen=True)
 class Reply:
-    """A plain reply (help, a refused or malformed command): posted once per job."""
+    """A plain reply (help, a refused or malformed command): posted once per job.
+
+    The checkpoint alone cannot promise that: a 5xx may come after GitHub posted it, and a worker
+    may die between the post and the checkpoint. So the reply carries its job and stage as its id,
+    and GitHub is asked whether that reply is there before it is posted (again)."""
 
     repo: str
     number: int
@@ -81,7 +85,8 @@ class Reply:
     stage: str = "replied"
 
     def run(self, gh: GitHub, store: "JobStore") -> None:
-        gh.post_comment(self.repo, self.number, self.body)
+        job = getattr(store, "job", None)
+        gh.post_comment(self.repo, self.number, self.body, reply_id=f"{job.id}/{self.stage}" if job else None)
 
 
 @dataclass(frozen=True)

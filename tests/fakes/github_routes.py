@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
+from pathlib import Path
 from urllib.parse import unquote
+
+WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
 
 
 class RepositoryRoutes:
@@ -116,6 +120,17 @@ class RepositoryRoutes:
         self.dispatches.append({"workflow": unquote(match.group(1)), **payload})
         return 204, {}, None
 
+    def _workflow_runs(self, match, query, payload):
+        """The runs the dispatches of a workflow started, newest first, titled by its run-name."""
+        workflow = unquote(match.group(1))
+        sha = self.branches[self.default_branch]
+        runs = [{"id": 90_000 + n, "name": workflow, "path": f".github/workflows/{workflow}",
+                 "event": "workflow_dispatch", "status": "completed", "conclusion": "success", "head_sha": sha, "head_branch": dispatch["ref"],
+                 "display_title": _run_name(workflow, dispatch["inputs"]), "pull_requests": [],
+                 "html_url": f"https://github.com/{self.repo}/actions/runs/{90_000 + n}"}
+                for n, dispatch in enumerate(self.dispatches) if dispatch["workflow"] == workflow]
+        return 200, {}, {"total_count": len(runs), "workflow_runs": runs[::-1]}
+
     def _get_ref(self, match, query, payload):
         branch = unquote(match.group(1))
         sha = self.branches.get(branch)
@@ -199,6 +214,8 @@ ROUTES = (
      RepositoryRoutes._artifact_zip, None),
     ("POST", r"/actions/workflows/([^/]+)/dispatches", REPO + "/actions/workflows/{workflow_id}/dispatches",
      RepositoryRoutes._dispatch, None),
+    ("GET", r"/actions/workflows/([^/]+)/runs", REPO + "/actions/workflows/{workflow_id}/runs",
+     RepositoryRoutes._workflow_runs, "workflow_runs"),
     ("GET", r"/git/ref/heads/(.+)", REPO + "/git/ref/{ref}", RepositoryRoutes._get_ref, None),
     ("POST", r"/git/refs", REPO + "/git/refs", RepositoryRoutes._create_ref, None),
     ("GET", r"/pulls", REPO + "/pulls", RepositoryRoutes._list_pulls, ""),
@@ -213,6 +230,17 @@ ROUTES = (
 )
 OPERATIONS = (("POST", "/app/installations/{installation_id}/access_tokens"),
               *((method, template) for method, _, template, _, _ in ROUTES))
+
+
+def _run_name(workflow: str, inputs: dict) -> str:
+    """A dispatched run's title: the workflow's `run-name` (this repository's copy of it, as users
+    install it) with `${{ inputs.X }}` filled in; the workflow's name where there is none."""
+    path = WORKFLOWS / workflow
+    found = re.search(r"^run-name:\s*(.+)$", path.read_text(encoding="utf-8"), re.M) if path.is_file() else None
+    if not found:
+        return workflow
+    filled = re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: str(inputs.get(m.group(1), "")), found.group(1))
+    return filled.strip()
 
 
 def _sha(text: str) -> str:

@@ -8,9 +8,18 @@ a pure function in `retry`): backoff on 5xx, `Retry-After` on secondary rate lim
 and a worker never blocks longer than `RetryPolicy.max_wait_s` (past that the job is re-queued).
 
 Writes are idempotent where GitHub lets them be: the bot's comment is found by its hidden marker
-and edited, never posted twice; the draft PR is found by its branch; a file is committed only
-when its content changed. Creates that a 5xx may or may not have performed are never blindly
-re-sent: the caller looks again first.
+(its first line, in a comment our bot account wrote) and edited, never posted twice; the draft PR
+is found by its branch; a file is committed only when its content changed.
+
+Creates that a 5xx or a lost answer may have performed anyway are never blindly re-sent
+(`RestClient.create_once`): they are sent with `retry_server_errors=False`, and before each send,
+the first included, GitHub is asked whether the effect is already there. A marked comment is found
+by its marker; a plain reply by the hidden id it carries as its last line (its job and step:
+`post_comment(reply_id=...)`); a workflow_dispatch by the job id its run's title carries (the
+`job-id` input, in the runner workflow's run-name), looked for after a settle time because GitHub
+lists a run a moment after starting it. Looking before the first send as well costs one GET per
+create and makes a job retried after a failure, or after a crash before its checkpoint, safe too.
+A create with no identity to look for is sent once and its failure left to the job's retry.
 
 The endpoints are grouped by what they touch: `issues` (comments, labels, reactions,
 permissions), `actions` (runs, jobs, logs, artifacts, dispatch), `contents` (files, branches,

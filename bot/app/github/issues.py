@@ -1,11 +1,11 @@
-"""Issue and commit comments (the one marked comment, found and edited, never posted twice),
-labels, reactions and permission checks."""
+"""Issue and commit comments (the one marked comment, found and edited, never posted twice; a
+reply posted once per job step), labels, reactions and permission checks."""
 from __future__ import annotations
 
 import logging
 from urllib.parse import quote
 
-from bot.app.github.errors import SERVER_ERRORS, GitHubError, NotFound
+from bot.app.github.errors import NotFound
 from bot.app.github.records import Comment
 from bot.app.github.transport import RestClient, parse_repo
 
@@ -20,10 +20,13 @@ def is_marked_bot_comment(item: dict, marker: str, bot_login: str | None = None)
     into one of our own comments, and another bot may quote it too. Taking such a comment for ours
     would overwrite it, or trust state it carries.
     """
+    return written_by_us(item, bot_login) and (item.get("body") or "").lstrip().startswith(marker)
+
+
+def written_by_us(item: dict, bot_login: str | None) -> bool:
+    """Our bot account wrote this comment (any bot account, where the login is not known)."""
     user = item.get("user") or {}
-    if user.get("type") != "Bot" or (bot_login is not None and user.get("login") != bot_login):
-        return False
-    return (item.get("body") or "").lstrip().startswith(marker)
+    return user.get("type") == "Bot" and bot_login in (None, user.get("login"))
 
 
 class IssuesApi(RestClient):
@@ -57,23 +60,40 @@ class IssuesApi(RestClient):
             if edited:
                 return edited
             log.info("comment %s on %s#%s was deleted; posting a new one", known_id, repo, number)
-        for attempt in range(self.policy.max_attempts):
-            existing = self.find_marked_comment(repo, number, marker)
-            if existing:
-                return existing if existing.body == body else self.edit_comment(f"{path}/comments/{existing.id}", body)
-            try:
-                data = self.json("POST", f"{path}/{int(number)}/comments", json={"body": body},
-                                 retry_server_errors=False)
-                return Comment(data["id"], data["html_url"], body)
-            except GitHubError as exc:
-                if exc.status not in SERVER_ERRORS or attempt == self.policy.max_attempts - 1:
-                    raise
-                self.sleep(min(self.policy.backoff_s * 2 ** attempt, self.policy.max_backoff_s))
-        raise AssertionError("unreachable")
 
-    def post_comment(self, repo: str, number: int, body: str) -> Comment:
-        """A plain reply (help, refusals): callers make sure it is posted once per command."""
-        data = self.json("POST", f"/repos/{parse_repo(repo)}/issues/{int(number)}/comments", json={"body": body})
+        def brought_up_to_date() -> Comment | None:
+            existing = self.find_marked_comment(repo, number, marker)
+            if existing is None or existing.body == body:
+                return existing
+            return self.edit_comment(f"{path}/comments/{existing.id}", body)
+
+        return self.create_once(lambda: self._post_comment(f"{path}/{int(number)}/comments", body),
+                                brought_up_to_date)
+
+    def post_comment(self, repo: str, number: int, body: str, reply_id: str | None = None) -> Comment:
+        """A plain reply (help, refusals), posted once per `reply_id` (the job and step it answers for).
+
+        The id goes into the reply as its hidden last line, so a reply that a 5xx or a lost answer
+        may have posted is found by it before it is posted again. Without an id a failure is not
+        re-sent here: it goes to the caller.
+        """
+        path = f"/repos/{parse_repo(repo)}/issues/{int(number)}/comments"
+        if reply_id is None:
+            return self._post_comment(path, body)
+        signed = f"{body.rstrip()}\n\n{reply_line(reply_id)}"
+        return self.create_once(lambda: self._post_comment(path, signed),
+                                lambda: self.find_reply(repo, number, reply_id))
+
+    def find_reply(self, repo: str, number: int, reply_id: str) -> Comment | None:
+        """Our reply that ends with this id's hidden line (`post_comment`), or None."""
+        line = reply_line(reply_id)
+        for item in self.paginate(f"/repos/{parse_repo(repo)}/issues/{int(number)}/comments"):
+            if written_by_us(item, self.bot_login) and (item.get("body") or "").rstrip().endswith(line):
+                return Comment(item["id"], item["html_url"], item.get("body") or "")
+        return None
+
+    def _post_comment(self, path: str, body: str) -> Comment:
+        data = self.json("POST", path, json={"body": body}, retry_server_errors=False)
         return Comment(data["id"], data["html_url"], body)
 
     def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
@@ -100,12 +120,22 @@ class IssuesApi(RestClient):
         return [pr["number"] for pr in data if pr.get("state") == "open"]
 
     def upsert_commit_comment(self, repo: str, sha: str, body: str, marker: str, known_id: int | None = None) -> Comment:
+        """The one marked comment on a commit (CI failures with no PR), like `upsert_comment`."""
         base = f"/repos/{parse_repo(repo)}"
         edited = self.edit_known_comment(f"{base}/comments/{int(known_id)}", body) if known_id else None
         if edited:
             return edited
-        for item in self.paginate(f"{base}/commits/{quote(sha)}/comments"):
-            if is_marked_bot_comment(item, marker, self.bot_login):
-                return self.edit_comment(f"{base}/comments/{item['id']}", body)
-        data = self.json("POST", f"{base}/commits/{quote(sha)}/comments", json={"body": body})
-        return Comment(data["id"], data["html_url"], body)
+
+        def brought_up_to_date() -> Comment | None:
+            for item in self.paginate(f"{base}/commits/{quote(sha)}/comments"):
+                if is_marked_bot_comment(item, marker, self.bot_login):
+                    return self.edit_comment(f"{base}/comments/{item['id']}", body)
+            return None
+
+        return self.create_once(lambda: self._post_comment(f"{base}/commits/{quote(sha)}/comments", body),
+                                brought_up_to_date)
+
+
+def reply_line(reply_id: str) -> str:
+    """The hidden last line that names the job step a reply answers for."""
+    return f"<!-- pt2-triage:reply {reply_id} -->"

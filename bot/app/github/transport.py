@@ -2,8 +2,8 @@
 
 `RestClient.request` retries 5xx with backoff, honours rate limits (`retry_delay`), refreshes a
 revoked installation token once, and raises GitHubError/NotFound/RateLimited for the rest. Creates
-that a 5xx may or may not have performed are sent with `retry_server_errors=False`: the caller looks
-for the result before trying again.
+that a 5xx or a lost answer may or may not have performed go through `RestClient.create_once`: sent
+without the transport's blind retries, and sent again only when a look finds nothing done.
 """
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
 import requests
 
 from bot.app.github.auth import USER_AGENT, TokenSource
-from bot.app.github.errors import SERVER_ERRORS, GitHubError, NotFound, error_message
+from bot.app.github.errors import SERVER_ERRORS, GitHubError, NotFound, RateLimited, error_message
 from bot.app.github.records import Download
 from bot.app.github.retry import RetryPolicy, retry_delay, wait_before_retry
 
+T = TypeVar("T")
 API_VERSION = "2022-11-28"
 REPO_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_PAGES = 50
@@ -89,6 +90,31 @@ class RestClient:
             wait_before_retry(delay, method, path, response.status_code, self.clock, self.sleep, self.policy)
         raise AssertionError("unreachable")
 
+    def create_once(self, send: Callable[[], T], find: Callable[[], T | None], settle_s: float = 0.0) -> T:
+        """A create (a comment, a dispatch) made at most once: `find()` looks for its effect, and only
+        when it finds nothing is `send()` called, which must pass `retry_server_errors=False`.
+
+        A 5xx or a lost answer may come after GitHub did the work, so after one the effect is looked
+        for again (after the policy's backoff, and at least `settle_s`: what GitHub does after
+        answering, like starting a dispatched run, takes a moment to show) before anything is
+        re-sent. The first look also covers a job retried after such a failure, or after a crash
+        between the create and its checkpoint. Past the policy's attempts the error goes to the
+        caller, whose job is retried later.
+        """
+        for attempt in range(self.policy.max_attempts):
+            found = find()
+            if found is not None:
+                return found
+            try:
+                return send()
+            except GitHubError as exc:
+                if not _may_have_been_done(exc) or attempt == self.policy.max_attempts - 1:
+                    raise
+                backoff = min(self.policy.backoff_s * 2 ** attempt, self.policy.max_backoff_s)
+                wait_before_retry(max(backoff, settle_s), exc.method, exc.path, exc.status or 0, self.clock,
+                                  self.sleep, self.policy)
+        raise AssertionError("unreachable")
+
     def json(self, method: str, path: str, **kwargs):
         response = self.request(method, path, **kwargs)
         return response.json() if response.content else None
@@ -125,3 +151,9 @@ class RestClient:
             dropped += len(content) - max_bytes
             content = content[-max_bytes:]
         return Download(content, dropped)
+
+
+def _may_have_been_done(error: GitHubError) -> bool:
+    """A failure after which GitHub may have done the work anyway: a 5xx, or no answer at all (a
+    rate limit or a refusal is answered before anything is done)."""
+    return not isinstance(error, RateLimited) and (error.status is None or error.status in SERVER_ERRORS)

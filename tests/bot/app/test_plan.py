@@ -65,7 +65,7 @@ def test_a_step_said_once_per_issue_is_given_back_when_it_fails(gh, fake, job_st
         carry_out(suggestion, gh, job_store)
     carry_out(suggestion, gh, job_store.again())
     carry_out(suggestion, gh, job_store.again())  # another event for the same issue: said already
-    assert [c["body"] for c in fake.comments_on(13)] == ["a suggestion"]
+    assert [c["body"].startswith("a suggestion\n\n<!-- pt2-triage:reply ") for c in fake.comments_on(13)] == [True]
 
 
 def test_nothing_to_do_does_nothing(gh, fake, job_store):
