@@ -3,12 +3,19 @@
 The runner side produces `report.json`; the trusted side (App or the Action's publish job)
 reads it back to comment, label and open the PR. `from_dict(to_dict(r)) == r` is tested, and
 `SCHEMA_VERSION` changes whenever a field changes meaning.
+
+A report.json is untrusted (a repro ran next to it): `from_dict` checks every field against its type
+and raises `ReportError` (a ValueError) on the first that does not fit, so a hostile or broken report
+is refused where it is read, not halfway through publishing it. `with_known_category` then maps a
+category this side does not know to `unknown`, with a note.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
-from typing import Any, get_args, get_origin, get_type_hints
+import math
+import types
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from bot import __version__
 from bot.core.disposition import Disposition
@@ -18,6 +25,12 @@ from bot.core.records import Classification, ReporterEnvironment
 SCHEMA_VERSION = 3  # 2: runs say whether the launcher saw them fail; silent checks; reasons for not reproducing
 #                     3: the ablation ladder, the disposition and a verified workaround
 READABLE_VERSIONS = (1, 2, 3)  # each version only adds fields with defaults: an older runner's report still reads
+UNKNOWN_CATEGORY = "unknown"  # the ruleset's fallback: where a category this side does not know is shown
+MAX_FREE_DEPTH = 16  # nesting allowed in the free-form objects (a run's probe, a check's numbers)
+
+
+class ReportError(ValueError):
+    """A report.json this tool cannot read: a field missing, of the wrong type, or of the wrong shape."""
 
 
 @dataclass(frozen=True)
@@ -215,11 +228,29 @@ class TriageReport:
 
     @classmethod
     def from_dict(cls, data: dict) -> "TriageReport":
+        """The report in `data` (parsed JSON), every field checked against its type; ReportError
+        names the first field that does not fit."""
+        if not isinstance(data, dict):
+            raise ReportError(f"a report is a JSON object, not {type(data).__name__}")
         version = data.get("schema_version")
-        if version not in READABLE_VERSIONS:
-            raise ValueError(f"report schema version {version!r} is not supported (this tool reads "
-                             f"{', '.join(map(str, READABLE_VERSIONS))})")
-        return replace(_build(cls, data), schema_version=SCHEMA_VERSION)
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+            raise ReportError(f"report schema version {str(version)[:20]} is not supported (this tool reads "
+                              f"{', '.join(map(str, READABLE_VERSIONS))})")
+        return replace(_build(cls, data, "report"), schema_version=SCHEMA_VERSION)
+
+
+def with_known_category(report: TriageReport, categories: frozenset[str] | set[str]) -> TriageReport:
+    """The report, its category one of `categories` (the ruleset's): a runner with a newer ruleset may
+    name one this side has no labels or wording for; it is shown as `unknown`, and the comment says
+    which category the runner named. Without an `unknown` category to fall back to, ReportError."""
+    category = report.classification.category
+    if category in categories:
+        return report
+    if UNKNOWN_CATEGORY not in categories:
+        raise ReportError(f"unknown category {category[:60]!r}")
+    note = f"unknown category {category[:60]!r} (the runner's ruleset is newer than this one), shown as {UNKNOWN_CATEGORY}"
+    return replace(report, classification=replace(report.classification, category=UNKNOWN_CATEGORY),
+                   stage_errors={**report.stage_errors, "category": note})
 
 
 def _plain(value: Any) -> Any:
@@ -230,28 +261,74 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _build(cls: type, data: Any) -> Any:
-    """Rebuild a (nested) frozen dataclass from plain JSON values using its type hints."""
+def _build(cls: type, data: Any, where: str) -> Any:
+    """Rebuild a (nested) frozen dataclass from plain JSON values, each checked against its type hint;
+    keys it does not know (a newer runner's fields) are left out."""
+    if not isinstance(data, dict):
+        raise ReportError(f"{where}: expected an object, got {type(data).__name__}")
     hints = get_type_hints(cls)
-    values = {}
-    for f in fields(cls):
-        if f.name in data:
-            values[f.name] = _coerce(hints[f.name], data[f.name])
+    values = {f.name: _coerce(hints[f.name], data[f.name], f"{where}.{f.name}") for f in fields(cls) if f.name in data}
+    missing = [f.name for f in fields(cls) if f.name not in values and f.init
+               and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise ReportError(f"{where}: missing {', '.join(missing)}")
     return cls(**values)
 
 
-def _coerce(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = get_origin(hint)
-    args = [a for a in get_args(hint) if a is not type(None)]
-    if origin is None and is_dataclass(hint):
-        return _build(hint, value)
-    if origin in (tuple,) and args:
-        return tuple(_coerce(args[0], v) for v in value)
-    if origin is not None and len(args) == 1 and origin not in (list, dict, tuple):  # Optional[X] / X | None
-        return _coerce(args[0], value)
-    if len(args) == 1 and is_dataclass(args[0]):
-        return _coerce(args[0], value)
-    return value
+def _coerce(hint: Any, value: Any, where: str) -> Any:
+    """`value` as the type `hint` says, or ReportError: JSON arrays become tuples, integers pass for
+    floats, and a bool is never an int."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        [inner] = [a for a in args if a is not type(None)]
+        return _coerce(inner, value, where)
+    if is_dataclass(hint):
+        return _build(hint, value, where)
+    if origin is tuple:
+        return _coerce_tuple(args, value, where)
+    if origin is dict:
+        key_type, value_type = args
+        _expect(isinstance(value, dict), "an object", value, where)
+        return {_coerce(key_type, k, where): _coerce(value_type, v, f"{where}[{k!r:.40}]") for k, v in value.items()}
+    if hint is dict:
+        _expect(isinstance(value, dict) and _depth(value) <= MAX_FREE_DEPTH, "a shallow object", value, where)
+        return value
+    if hint is bool:
+        _expect(isinstance(value, bool), "true or false", value, where)
+        return value
+    if hint is int:
+        _expect(isinstance(value, int) and not isinstance(value, bool), "an integer", value, where)
+        return value
+    if hint is float:
+        _expect(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
+                "a number", value, where)
+        return float(value)
+    if hint is str:
+        _expect(isinstance(value, str), "a string", value, where)
+        return value
+    raise TypeError(f"{where}: the report reader has no rule for {hint!r}")  # a field type added without one
 
+
+def _coerce_tuple(args: tuple, value: Any, where: str) -> tuple:
+    _expect(isinstance(value, (list, tuple)), "an array", value, where)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return tuple(_coerce(args[0], item, f"{where}[{i}]") for i, item in enumerate(value))
+    _expect(len(value) == len(args), f"an array of {len(args)}", value, where)
+    return tuple(_coerce(arg, item, f"{where}[{i}]") for i, (arg, item) in enumerate(zip(args, value)))
+
+
+def _expect(ok: bool, what: str, value: Any, where: str) -> None:
+    if not ok:
+        raise ReportError(f"{where}: expected {what}, got {type(value).__name__}")
+
+
+def _depth(value: Any) -> int:
+    """How deeply JSON arrays and objects nest in `value` (0 for a scalar); stops counting past the cap."""
+    level, current = 0, [value]
+    while current and level <= MAX_FREE_DEPTH:
+        current = [child for item in current if isinstance(item, (dict, list))
+                   for child in (item.values() if isinstance(item, dict) else item)]
+        level += 1
+    return level - 1 if not current else level
