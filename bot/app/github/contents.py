@@ -10,6 +10,16 @@ from bot.app.github.records import PullRequest
 from bot.app.github.transport import RestClient, parse_repo
 
 
+def contents_url(repo: str, path: str) -> str:
+    """The contents-API URL of a file of `repo`. Each segment is quoted whole (`/`, `?`, `#`, `%` too),
+    and a path with an empty, `.` or `..` segment or a backslash is refused (ValueError): an HTTP client
+    resolves `..` in a URL, and `../../other-repo/contents/x` would leave this repository."""
+    segments = path.split("/")
+    if "\\" in path or any(segment in ("", ".", "..") for segment in segments):
+        raise ValueError(f"not a path inside a repository: {path[:120]!r}")
+    return f"/repos/{parse_repo(repo)}/contents/" + "/".join(quote(segment, safe="") for segment in segments)
+
+
 class ContentsApi(RestClient):
     """Contents, branches, pull requests (part of `GitHub`)."""
 
@@ -19,7 +29,7 @@ class ContentsApi(RestClient):
     def file_text(self, repo: str, path: str, ref: str | None = None) -> tuple[str, str] | None:
         """(text, blob sha) of a file, or None when it does not exist (at `ref`, default branch if None)."""
         try:
-            data = self.json("GET", f"/repos/{parse_repo(repo)}/contents/{quote(path)}",
+            data = self.json("GET", contents_url(repo, path),
                              params={"ref": ref} if ref else None)
         except NotFound:
             return None
@@ -57,7 +67,7 @@ class ContentsApi(RestClient):
                    "content": base64.b64encode(text.encode("utf-8")).decode("ascii")}
         if current:
             payload["sha"] = current[1]
-        data = self.json("PUT", f"/repos/{parse_repo(repo)}/contents/{quote(path)}", json=payload)
+        data = self.json("PUT", contents_url(repo, path), json=payload)
         return data["commit"]["sha"]
 
     def find_pull(self, repo: str, branch: str) -> PullRequest | None:
