@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Mapping
 
@@ -19,7 +20,7 @@ from bot.core.graph_breaks import GraphBreakRegistry
 from bot.core.markdown import inert_line
 from bot.pipeline.test_patch import add_method_to_file, required_imports
 from bot.core.render import render
-from bot.core.report import TriageReport
+from bot.core.report import TriageReport, with_known_category
 from bot.core.ruleset import Ruleset
 
 if TYPE_CHECKING:
@@ -30,6 +31,11 @@ log = logging.getLogger("pt2_triage.publish")
 
 BRANCH_TEMPLATE = "pt2-triage/issue-{number}"
 HUMAN_OVERRIDE_RULE = "human override"
+# A test file is committed only at a plain relative .py path of these characters, with no `.`, `..` or
+# empty segment: it becomes part of a contents-API URL, and `..` there would reach another repository.
+# The path the report suggests (the runner wrote it: untrusted) must also be under one of these folders.
+TEST_PATH_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*\.py")
+SUGGESTED_PATH_PREFIXES = ("test/",)
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,30 @@ def branch_for(issue_number: int) -> str:
     return BRANCH_TEMPLATE.format(number=int(issue_number))
 
 
+def unsafe_test_path(path: str, prefixes: tuple[str, ...] = ()) -> str | None:
+    """Why a test file cannot be committed at `path` (None when it can): not a plain relative .py path
+    (TEST_PATH_RE), or not under one of `prefixes` when they are given."""
+    if not TEST_PATH_RE.fullmatch(path) or ".." in path.split("/"):
+        return f"the test file {path[:80]!r} is not a relative path to a .py file"
+    if prefixes and not path.startswith(prefixes):
+        return f"the test file {path[:80]!r} is not under {', '.join(prefixes)}"
+    return None
+
+
+def draft_pull_refusal(report: TriageReport, test_file: str | None) -> str | None:
+    """Why the report gets no draft PR (None when it may have one): no test, a disposition that wants
+    none, or a test file path that is not safe to commit (the report's own under `test/` only)."""
+    if report.regression_test is None:
+        return "no regression test was generated"
+    if report.disposition and not report.disposition.wants_regression_test:
+        return f"a {report.disposition.kind.replace('_', ' ')} gets no regression test PR ({report.disposition.reason})"
+    if report.test_suggestion and (problem := unsafe_test_path(report.test_suggestion.path, SUGGESTED_PATH_PREFIXES)):
+        return f"the report's suggestion: {problem}"
+    if test_file and (problem := unsafe_test_path(test_file)):
+        return problem
+    return None
+
+
 def new_test_path(report: TriageReport, issue_number: int) -> str:
     """Where a generated test goes when the suggested file is not in the repository."""
     folder = posixpath.dirname(report.test_suggestion.path) if report.test_suggestion else "test"
@@ -126,10 +156,10 @@ def open_draft_pull(gh: GitHub, repo: str, issue_number: int, report: TriageRepo
     A rerun commits onto the same branch (only when the file changed) and edits the same PR.
     Returns (PR, None) or (None, the reason there is none).
     """
-    if report.regression_test is None:
-        return None, "no regression test was generated"
-    if report.disposition and not report.disposition.wants_regression_test:
-        return None, f"a {report.disposition.kind.replace('_', ' ')} gets no regression test PR ({report.disposition.reason})"
+    refusal = draft_pull_refusal(report, test_file)
+    if refusal:
+        log.info("%s#%s: no draft PR: %s", repo, issue_number, refusal)
+        return None, refusal
     base = gh.default_branch(repo)
     target = test_file or (report.test_suggestion.path if report.test_suggestion else None)
     existing = gh.file_text(repo, target, ref=base) if target else None
@@ -150,15 +180,21 @@ def publish_report(gh: GitHub, repo: str, issue_number: int, report: TriageRepor
                    registry: GraphBreakRegistry | None = None, *, draft_pr: bool = False,
                    known_comment_id: int | None = None, category_override: str | None = None,
                    test_file: str | None = None, apply_labels: bool = True, fixed: bool = False) -> PublishResult:
-    """Everything a finished report leads to, in an order where a failure part-way is safe to redo."""
-    report = with_category_override(report, category_override)
-    pull_request, note = (None, "draft PRs are off")
-    if draft_pr:
-        pull_request, note = open_draft_pull(gh, repo, issue_number, report, ruleset, test_file)
-    body = comment_for(report, ruleset, registry, pull_request, fixed=fixed)
+    """Everything a finished report leads to, in an order where a failure part-way is safe to redo:
+    the comment and labels first, so a draft PR that cannot be opened never costs the issue its
+    report; the comment then names the PR. A category the ruleset does not know shows as `unknown`."""
+    report = with_category_override(with_known_category(report, frozenset(ruleset.categories)), category_override)
+    body = comment_for(report, ruleset, registry, None, fixed=fixed)
     comment = gh.upsert_comment(repo, issue_number, body, COMMENT_MARKER, known_id=known_comment_id)
     labels = labels_for(report, ruleset) if apply_labels else ()
     gh.add_labels(repo, issue_number, list(labels))
+    pull_request, note = (None, "draft PRs are off")
+    if draft_pr:
+        pull_request, note = open_draft_pull(gh, repo, issue_number, report, ruleset, test_file)
+    if pull_request is not None:
+        with_pull = comment_for(report, ruleset, registry, pull_request, fixed=fixed)
+        if with_pull != body:
+            comment = gh.upsert_comment(repo, issue_number, with_pull, COMMENT_MARKER, known_id=comment.id)
     log.info("published %s#%s: comment %s, labels %s, PR %s", repo, issue_number, comment.id, labels,
              pull_request.number if pull_request else note)
     return PublishResult(comment, labels, pull_request, note)
