@@ -2,8 +2,8 @@
 
 It triggers `workflow_dispatch` of the runner workflow (`.github/workflows/pt2-triage-runner.yml`,
 which users copy into their repo) with four inputs: `issue-number`, `repro`, `device`, `job-id`.
-The job id comes back in the run's title and artifact, which is how `workflow_run.completed`
-finds the issue to publish to. Choosing the device and the inputs is pure (`plan_dispatch`); the
+The job id comes back in the run's title (`RUN_NAME`), which is how `workflow_run.completed` finds
+the job, and through the job the issue, to publish to. Choosing the device and the inputs is pure (`plan_dispatch`); the
 `DispatchRun` step records the runner job and sends the dispatch.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from bot.app.github import GitHub
 from bot.app.repo_config import RepoConfig
@@ -20,6 +20,7 @@ from bot.core.records import Classification, TriageRequest
 
 if TYPE_CHECKING:
     from bot.app.context import JobStore
+    from bot.app.store import RunnerJob
 
 log = logging.getLogger("pt2_triage.dispatch")
 
@@ -111,11 +112,21 @@ class DispatchRun:
                  plan.job_key)
 
 
-def job_key_from_run(display_title: str, artifact_names: list[str], known_keys: set[str]) -> str | None:
-    """Which dispatched job a completed runner run belongs to: its title or an artifact name
-    carries the job id (`run-name: pt2-triage ${{ inputs.job-id }}`, artifact `pt2-triage-<job-id>`)."""
-    for text in [display_title, *artifact_names]:
-        for key in known_keys:
-            if key and key in (text or ""):
-                return key
+# The runner workflow's `run-name` (.github/workflows/pt2-triage-runner.yml), filled in with the
+# dispatch's inputs: a run is the job's run only when its title is exactly this.
+RUN_NAME = "pt2-triage {job_key} (issue {number}, {device})"
+
+
+def run_title(job_key: str, number: int, device: str) -> str:
+    """The title GitHub gives the run the App dispatched for this job."""
+    return RUN_NAME.format(job_key=job_key, number=int(number), device=device)
+
+
+def job_key_from_run(display_title: str, waiting: Iterable["RunnerJob"]) -> str | None:
+    """Which waiting job a completed runner run belongs to: the one whose run-name the run's title is,
+    exactly. A title that merely contains a job id (a pull request named after one) matches nothing,
+    and artifact names, which the run's own code chooses, are never consulted."""
+    for job in waiting:
+        if job.job_key and display_title == run_title(job.job_key, job.number, job.device):
+            return job.job_key
     return None

@@ -129,6 +129,7 @@ def workflow_run(run_id: int, name: str, path: str, conclusion: str, title: str,
             "status": "completed", "conclusion": conclusion, "head_sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
             "head_branch": "feature", "run_attempt": 1, "run_number": 7,
             "html_url": f"https://github.com/{REPO}/actions/runs/{run_id}",
+            "repository": repository(), "head_repository": repository(),  # this repository's own code ran
             "pull_requests": [{"id": 900 + n, "number": n, "url": f"https://api.github.com/repos/{REPO}/pulls/{n}",
                                "head": {"ref": "feature", "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
                                         "repo": {"id": 101, "name": "octo-repo", "url": f"https://api.github.com/repos/{REPO}"}},

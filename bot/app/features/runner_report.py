@@ -1,8 +1,11 @@
 """Runner report: a run of the runner workflow finished; its report artifact is published to the issue
 it was for (the comment updated in place, labels, the draft PR), or the comment says the run failed.
 
-The run is matched to the dispatched job by the job id in its title or artifact name; the report
-artifact is untrusted input, size-capped, and never chooses the issue when the job is known.
+Only a run the App itself dispatched counts: a `workflow_dispatch` run of this repository's own code
+whose title is exactly the run-name of a job still waiting (`bot.app.dispatch.run_title`). Any other
+run of a file with the runner workflow's name (a fork's pull request that edits it runs too) is
+logged and ignored. The issue is the job's; the report artifact is untrusted input, size-capped, and
+never chooses the issue: a run that matches no waiting job publishes nothing.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from typing import Callable, Iterable, Mapping
 
 from bot.app.context import JobContext, JobStore, Rules
 from bot.app.dispatch import job_key_from_run
-from bot.app.event import Event
+from bot.app.event import Event, payload_object, payload_string
 from bot.app.github import Artifact, GitHub, WorkflowRun
 from bot.app.plan import Plan, RecordFingerprints, Step, UpsertComment, carry_out
 from bot.app.publish import plan_publish
@@ -32,17 +35,23 @@ MAX_REPORT_BYTES = 16 << 20
 REPORT_ARTIFACT_PREFIX = "pt2-triage"
 
 
+# the only event that starts a run the App asked for (a pull request, push or schedule may run a file
+# of the same name with code the App never saw)
+DISPATCHED_EVENT = "workflow_dispatch"
+
+
 @dataclass(frozen=True)
 class CompletedRun:
     repo: str
     run: WorkflowRun
+    head_repository: str | None = None  # whose code ran: a fork's for a fork's pull request
 
 
 @dataclass(frozen=True)
 class RunState:
     config: RepoConfig
     rules: Rules
-    job_key: str | None = None  # the dispatched job the run belongs to
+    job_key: str | None = None  # the dispatched job the run belongs to, still waiting when the run came
     runner_job: RunnerJob | None = None
     report: TriageReport | None = None  # from the run's artifact
     previous_report: TriageReport | None = None  # the issue's last published report
@@ -52,28 +61,39 @@ class RunState:
 
 def parse(event: Event) -> CompletedRun | None:
     run = event.workflow_run
-    return CompletedRun(event.repo, run) if event.repo and run else None
+    if not (event.repo and run):
+        return None
+    head = payload_object(event.member("workflow_run").get("head_repository"))
+    return CompletedRun(event.repo, run, payload_string(head.get("full_name")))
 
 
-def issue_number(runner_job: RunnerJob | None, report: TriageReport | None) -> int | None:
-    """The issue to publish to: the dispatched job's; the report's own only when no job is known."""
-    return runner_job.number if runner_job else (report.issue_number if report else None)
+def not_dispatched_by_us(completed: CompletedRun) -> str | None:
+    """Why the run cannot be one the App dispatched (None when it can be): it was started by another
+    event, or it ran another repository's code. Both are facts of the event, not of what the run wrote."""
+    run = completed.run
+    if run.event != DISPATCHED_EVENT:
+        return f"runner run {run.id} was started by {run.event or 'an unnamed event'!r}, not {DISPATCHED_EVENT}; ignored"
+    if (completed.head_repository or "").lower() != completed.repo.lower():
+        return f"runner run {run.id} ran code from {completed.head_repository!r}, not {completed.repo}; ignored"
+    return None
 
 
 def observe(completed: CompletedRun, ctx: JobContext) -> RunState:
+    """What the run's job is and what it left, read only for a run the App dispatched for a waiting job:
+    a stranger's run costs no download."""
     config = ctx.config(None)
-    if completed.run.workflow_file != ctx.rules.runner_workflow_for(config):
+    if completed.run.workflow_file != ctx.rules.runner_workflow_for(config) or not_dispatched_by_us(completed):
+        return RunState(config, ctx.rules)
+    waiting = ctx.store.pending_runner_jobs(ctx.repo)
+    job_key = job_key_from_run(completed.run.display_title, waiting)
+    runner_job = next((job for job in waiting if job.job_key == job_key), None)
+    if runner_job is None:
         return RunState(config, ctx.rules)
     artifacts = [a for a in ctx.gh.run_artifacts(ctx.repo, completed.run.id) if not a.expired]
-    pending = {job.job_key for job in ctx.store.pending_runner_jobs(ctx.repo)}
-    job_key = job_key_from_run(completed.run.display_title, [a.name for a in artifacts], pending)
-    report = first_report(report_artifacts(artifacts, job_key), lambda a: ctx.gh.artifact_zip(ctx.repo, a.id))
-    runner_job = ctx.store.runner_job(job_key) if job_key else None
-    number = issue_number(runner_job, report)
-    if number is None:
-        return RunState(config, ctx.rules, job_key, runner_job, report)
+    report = first_report(report_artifacts(artifacts, runner_job.job_key), lambda a: ctx.gh.artifact_zip(ctx.repo, a.id))
+    number = runner_job.number
     previous = ctx.store.latest_report(ctx.repo, number)
-    return RunState(config, ctx.rules, job_key, runner_job, report,
+    return RunState(config, ctx.rules, runner_job.job_key, runner_job, report,
                     TriageReport.from_dict(json.loads(previous)) if previous else None,
                     ctx.store.overrides(ctx.repo, number), ctx.store.comment_id(ctx.repo, number))
 
@@ -82,17 +102,19 @@ def decide(completed: CompletedRun, state: RunState) -> Plan:
     run = completed.run
     if run.workflow_file != state.rules.runner_workflow_for(state.config):
         return Plan.nothing(f"{run.workflow_file} is not the runner workflow")
-    number = issue_number(state.runner_job, state.report)
-    if number is None:
-        return Plan.nothing(f"runner run {run.id} matches no dispatched job and has no report")
+    stranger = not_dispatched_by_us(completed)
+    if stranger:
+        return Plan.nothing(stranger)
+    if state.runner_job is None:
+        return Plan.nothing(f"runner run {run.id} titled {run.display_title[:120]!r} is no waiting job's run; ignored")
+    number = state.runner_job.number
     if state.report is None:
         body = render("runner_failed.md.j2", marker=COMMENT_MARKER, run=run, bot_name=state.rules.bot_name)
         steps: tuple[Step, ...] = (UpsertComment(completed.repo, number, body, COMMENT_MARKER, state.comment_id,
                                                  stage="failure_comment"),)
     else:
         steps = published(completed, state, number, state.report)
-    if state.job_key:
-        steps += (CompleteRunnerJob(state.job_key, run.id, "published" if state.report else "failed"),)
+    steps += (CompleteRunnerJob(state.runner_job.job_key, run.id, "published" if state.report else "failed"),)
     return Plan(steps)
 
 
@@ -104,8 +126,7 @@ def act(plan: Plan, gh: GitHub, store: JobStore) -> None:
 def published(completed: CompletedRun, state: RunState, number: int, report: TriageReport) -> tuple[Step, ...]:
     """The report published (with a draft PR when the repo and the request want one), kept as the
     issue's latest, and its failure signature counted."""
-    runner_job = state.runner_job
-    draft_pr = state.config.draft_pr and (runner_job.draft_pr if runner_job else True)
+    draft_pr = state.config.draft_pr and bool(state.runner_job and state.runner_job.draft_pr)
     fixed = fix_verified(state.previous_report, report)
     classification = report.classification
     return (plan_publish(completed.repo, number, report, state.rules, state.config, state.overrides,
@@ -116,10 +137,10 @@ def published(completed: CompletedRun, state: RunState, number: int, report: Tri
 
 # ---------------------------------------------------------------- the report artifact
 
-def report_artifacts(artifacts: Iterable[Artifact], job_key: str | None) -> list[Artifact]:
-    """The artifacts that may hold the report, the job's own first."""
-    ordered = sorted(artifacts, key=lambda a: (job_key or "") not in a.name)
-    return [a for a in ordered if a.name.startswith(REPORT_ARTIFACT_PREFIX) or (job_key and job_key in a.name)]
+def report_artifacts(artifacts: Iterable[Artifact], job_key: str) -> list[Artifact]:
+    """The artifacts of the job's run that may hold the report, the job's own first."""
+    ordered = sorted(artifacts, key=lambda a: job_key not in a.name)
+    return [a for a in ordered if a.name.startswith(REPORT_ARTIFACT_PREFIX) or job_key in a.name]
 
 
 def first_report(artifacts: Iterable[Artifact], download: Callable[[Artifact], bytes]) -> TriageReport | None:

@@ -1,10 +1,15 @@
 """Dispatch plans as plain values: which device, which repro, which inputs; and which run is whose."""
 from __future__ import annotations
 
-from bot.app.dispatch import MAX_REPRO_INPUT_CHARS, choose_device, job_key_from_run, newest_repro, plan_dispatch
+import yaml
+
+from bot.app.dispatch import (MAX_REPRO_INPUT_CHARS, choose_device, job_key_from_run, newest_repro, plan_dispatch,
+                              run_title)
 from bot.app.repo_config import RepoConfig
+from bot.app.store import RunnerJob
 from bot.core.extract import request_from_text
 from bot.core.records import Classification
+from tests.paths import ROOT
 
 CPU_REPRO = "```python\nimport torch\nprint(torch.compile(lambda x: x + 1)(torch.ones(2)))\n```\n"
 CUDA_REPRO = "```python\nimport torch\nx = torch.ones(2, device='cuda')\nprint(torch.compile(lambda y: y + 1)(x))\n```\n"
@@ -61,8 +66,28 @@ def test_the_newest_repro_is_the_one_the_issue_shows_last():
     assert plan.inputs["repro"] == newest_repro(both)
 
 
-def test_a_finished_run_is_matched_to_its_job_by_title_or_artifact():
-    keys = {"aaa111", "bbb222"}
-    assert job_key_from_run("pt2-triage bbb222 (issue 12, cpu)", [], keys) == "bbb222"
-    assert job_key_from_run("pt2-triage runner", ["pt2-triage-report-aaa111"], keys) == "aaa111"
-    assert job_key_from_run("pt2-triage runner", ["coverage"], keys) is None
+def waiting_job(job_key: str, number: int = 12, device: str = "cpu") -> RunnerJob:
+    return RunnerJob(job_key, "octo-org/octo-repo", number, 4242, device, "dispatched", True, "maintainer", 1.0)
+
+
+def test_a_finished_run_is_its_jobs_run_when_its_title_is_exactly_the_jobs_run_name():
+    waiting = [waiting_job("aaa111"), waiting_job("bbb222", 7, "gpu")]
+    assert run_title("bbb222", 7, "gpu") == "pt2-triage bbb222 (issue 7, gpu)"
+    assert job_key_from_run("pt2-triage bbb222 (issue 7, gpu)", waiting) == "bbb222"
+    assert job_key_from_run("pt2-triage aaa111 (issue 12, cpu)", waiting) == "aaa111"
+
+
+def test_a_title_that_only_mentions_a_job_id_matches_no_job():
+    waiting = [waiting_job("aaa111")]
+    assert job_key_from_run("docs: mention aaa111", waiting) is None  # a pull request's title
+    assert job_key_from_run("pt2-triage aaa111 (issue 12, cpu) again", waiting) is None
+    assert job_key_from_run("pt2-triage aaa111 (issue 13, cpu)", waiting) is None  # another issue than the job's
+    assert job_key_from_run("pt2-triage runner", waiting) is None
+    assert job_key_from_run("pt2-triage aaa111 (issue 12, cpu)", []) is None  # no job waiting
+
+
+def test_the_run_name_is_the_runner_workflows_run_name_filled_in():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pt2-triage-runner.yml").read_text(encoding="utf-8"))
+    filled = workflow["run-name"].replace("${{ inputs.job-id }}", "k1").replace(
+        "${{ inputs.issue-number }}", "12").replace("${{ inputs.device }}", "cpu")
+    assert filled == run_title("k1", 12, "cpu")

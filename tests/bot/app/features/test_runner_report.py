@@ -17,7 +17,7 @@ from .conftest import REPO, event, graph_break_report, runner_job
 
 def completed(workflow: str = "pt2-triage-runner.yml") -> CompletedRun:
     run = event("workflow_run", "workflow_run_completed_runner").workflow_run
-    return CompletedRun(REPO, replace(run, path=f".github/workflows/{workflow}"))
+    return CompletedRun(REPO, replace(run, path=f".github/workflows/{workflow}"), head_repository=REPO)
 
 
 def test_parse_takes_a_completed_run_and_leaves_a_payload_without_one():
@@ -28,7 +28,7 @@ def test_parse_takes_a_completed_run_and_leaves_a_payload_without_one():
 def test_another_workflows_run_is_not_a_report(rules):
     assert decide(completed("trunk.yml"), RunState(RepoConfig(), rules)).steps == ()
     assert decide(completed("ours.yml"), RunState(RepoConfig(runner_workflow="ours.yml"), rules)).reason == \
-        "runner run 30433700 matches no dispatched job and has no report"
+        "runner run 30433700 titled 'pt2-triage JOBKEY (issue 12, cpu)' is no waiting job's run; ignored"
 
 
 def test_a_report_is_published_kept_counted_and_its_job_completed(rules):
@@ -68,9 +68,9 @@ def test_a_run_without_a_report_says_so_on_the_issue(rules):
     assert done == CompleteRunnerJob("k1", 30433700, "failed")
 
 
-def test_a_report_with_no_known_job_goes_to_its_own_issue(rules):
-    steps = decide(completed(), RunState(RepoConfig(), rules, None, None, graph_break_report(issue_number=7))).steps
-    assert steps[0].number == 7 and not any(isinstance(step, CompleteRunnerJob) for step in steps)
+def test_a_report_with_no_waiting_job_publishes_nothing_whatever_issue_it_names(rules):
+    plan = decide(completed(), RunState(RepoConfig(), rules, None, None, graph_break_report(issue_number=7)))
+    assert plan.steps == () and plan.reason.endswith("is no waiting job's run; ignored")
 
 
 def zipped(files: dict[str, bytes]) -> bytes:

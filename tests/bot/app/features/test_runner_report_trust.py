@@ -1,0 +1,124 @@
+"""Which finished runs count as runner reports.
+
+Only a run the App dispatched is a report: a `workflow_dispatch` run of the repository's own code whose
+title is exactly a waiting job's run-name. A fork's pull request that edits pt2-triage-runner.yml runs
+it too, and its report must publish nothing.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import replace
+
+from bot.app.features.runner_report import CompletedRun, RunState, decide, not_dispatched_by_us, parse
+from bot.app.repo_config import RepoConfig
+
+from ..conftest import FIXTURES, drain, webhook_payload
+from .conftest import REPO, event, graph_break_report, runner_job
+
+FORK = "mallory/octo-repo"
+
+
+def report_json(**changes) -> dict:
+    report = json.loads((FIXTURES / "reports" / "graph_break.json").read_text(encoding="utf-8"))
+    report["issue_number"] = 12
+    report.update(changes)
+    return report
+
+
+def zipped(report: dict | bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("report.json", report if isinstance(report, bytes) else json.dumps(report))
+    return buffer.getvalue()
+
+
+def runner_run(title: str, run_id: int = 30433700, event_name: str = "workflow_dispatch",
+               head_repository: str = REPO) -> dict:
+    """A completed run of pt2-triage-runner.yml as its webhook says it: who started it, whose code ran."""
+    payload = webhook_payload("workflow_run_completed_runner")
+    run = payload["workflow_run"]
+    run.update(id=run_id, display_title=title, event=event_name)
+    run["head_repository"] = {**run["head_repository"], "full_name": head_repository}
+    return payload
+
+
+def finish(app, deliver, fake, payload: dict, report: dict | bytes) -> None:
+    fake.add_run(payload["workflow_run"], artifacts={"pt2-triage-report": zipped(report)})
+    assert deliver(payload, "workflow_run").status_code == 202
+    drain(app)
+
+
+def labeled(app, deliver, fake) -> str:
+    """Issue #12 labeled: its pending comment posted and a runner job dispatched; the job's id."""
+    deliver("issues_labeled")
+    drain(app)
+    return fake.dispatches[0]["inputs"]["job-id"]
+
+
+def store_of(app):
+    return app.extensions["pt2_triage"].services.store
+
+
+def downloads(fake) -> list[str]:
+    return [e.path for e in fake.exchanges if "/artifacts" in e.path]
+
+
+# -- who started the run (pure)
+
+def completed(event_name: str = "workflow_dispatch", head_repository: str | None = REPO) -> CompletedRun:
+    run = event("workflow_run", "workflow_run_completed_runner").workflow_run
+    return CompletedRun(REPO, replace(run, event=event_name), head_repository)
+
+
+def test_parse_reads_whose_code_the_run_ran():
+    assert parse(event("workflow_run", "workflow_run_completed_runner")).head_repository == REPO
+    payload = runner_run("x", head_repository=FORK)
+    assert parse(event("workflow_run", "workflow_run_completed_runner", workflow_run=payload["workflow_run"])) \
+        .head_repository == FORK
+
+
+def test_only_a_dispatched_run_of_this_repositorys_code_can_be_ours():
+    assert not_dispatched_by_us(completed()) is None
+    assert "started by 'pull_request', not workflow_dispatch" in not_dispatched_by_us(completed("pull_request"))
+    assert "ran code from 'mallory/octo-repo'" in not_dispatched_by_us(completed(head_repository=FORK))
+    assert "ran code from None" in not_dispatched_by_us(completed(head_repository=None))
+
+
+def test_a_fork_pull_requests_run_publishes_nothing_even_with_a_job_and_a_report_in_hand(rules):
+    state = RunState(RepoConfig(), rules, "k1", runner_job("k1"), graph_break_report())
+    plan = decide(completed("pull_request", FORK), state)
+    assert plan.steps == () and plan.reason.endswith("not workflow_dispatch; ignored")
+
+
+# -- forged runs end to end: nothing is published, nothing downloaded, the real job still waits
+
+def test_a_fork_pull_request_run_with_no_job_waiting_publishes_nothing(app, deliver, fake):
+    forged = report_json(issue_number=4242)
+    finish(app, deliver, fake, runner_run("Fix a typo", event_name="pull_request", head_repository=FORK), forged)
+    assert fake.bot_comments_on(4242) == [] and fake.labels.get(4242) is None
+    assert fake.pulls == [] and [key for key in fake.files if key[0] != "main"] == []
+    assert downloads(fake) == []
+
+
+def test_a_fork_run_titled_exactly_like_the_waiting_job_does_not_take_it(app, deliver, fake):
+    key = labeled(app, deliver, fake)
+    fork_run = runner_run(f"pt2-triage {key} (issue 12, cpu)", 778, "pull_request", FORK)
+    finish(app, deliver, fake, fork_run, report_json(tool_version="EVIL"))
+    [comment] = fake.bot_comments_on(12)
+    assert "Reproducing on a cpu runner" in comment["body"] and "EVIL" not in comment["body"]
+    assert store_of(app).runner_job(key).state == "dispatched" and fake.pulls == []
+
+
+def test_a_pull_request_titled_after_the_job_id_does_not_take_the_job(app, deliver, fake):
+    key = labeled(app, deliver, fake)
+    for run_id, event_name in ((778, "pull_request"), (779, "workflow_dispatch")):
+        finish(app, deliver, fake, runner_run(f"docs: mention {key}", run_id, event_name), report_json(tool_version="EVIL"))
+    [comment] = fake.bot_comments_on(12)
+    assert "Reproducing on a cpu runner" in comment["body"] and store_of(app).runner_job(key).state == "dispatched"
+    assert downloads(fake) == []
+
+    finish(app, deliver, fake, runner_run(f"pt2-triage {key} (issue 12, cpu)", 780), report_json())  # the real run
+    [comment] = fake.bot_comments_on(12)
+    assert "Reproducing on" not in comment["body"] and store_of(app).runner_job(key).state == "published"
