@@ -6,8 +6,8 @@ forged or oversized request costs at most one hash and has no side effect. A del
 at most one job, when some feature's `parse` takes its event (bot/app/features: the union of their
 routes); the features do the slow work later, so GitHub gets its answer well within its 10 s limit.
 
-What a signed body may still not do: nest deeper than any GitHub payload (`MAX_JSON_DEPTH`), come
-in a content type GitHub does not send, or be a pull request dressed as an issue event. A signed
+What a signed body may still not do: nest deeper than any GitHub payload (`MAX_JSON_DEPTH`), hold
+an integer wider than 64 bits (`json_integer`), come in a content type GitHub does not send, or be a pull request dressed as an issue event. A signed
 body sent again under a new delivery id (a captured request replayed) is refused by the store,
 which remembers each body's hash (`Delivery.body_sha256`).
 """
@@ -29,6 +29,7 @@ SIGNATURE_PREFIX = "sha256="
 # GitHub's payloads nest fewer than 10 levels. A bound far below the interpreter's recursion limit
 # means a body accepted here also parses, and serializes, wherever a worker meets it again.
 MAX_JSON_DEPTH = 64
+MIN_JSON_INTEGER, MAX_JSON_INTEGER = -(2 ** 63), 2 ** 63 - 1  # SQLite's INTEGER (PostgreSQL's BIGINT)
 JSON_TYPE = "application/json"
 FORM_TYPE = "application/x-www-form-urlencoded"  # a webhook's "Content type" setting: payload=<JSON>
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
@@ -108,7 +109,9 @@ def parse_delivery(headers: dict[str, str], body: bytes, secrets: tuple[str, ...
     if isinstance(json_body, Refusal):
         return json_body
     try:
-        payload = json.loads(json_body)
+        payload = json.loads(json_body, parse_int=json_integer)
+    except IntegerOutOfRange as exc:
+        return Refusal(400, f"body has an integer outside the 64-bit range GitHub's ids and numbers use ({exc})")
     except RecursionError:
         return Refusal(400, f"body nests deeper than {MAX_JSON_DEPTH} levels")
     except (ValueError, UnicodeDecodeError) as exc:
@@ -138,6 +141,20 @@ def payload_json(content_type: str | None, body: bytes) -> bytes | Refusal:
     if not values or len(fields) != 1:
         return Refusal(400, "form body is not payload=<JSON>")
     return values[0].encode("utf-8")
+
+
+class IntegerOutOfRange(ValueError):
+    """A JSON integer no GitHub id or number can be; its message is the integer's start."""
+
+
+def json_integer(text: str) -> int:
+    """A payload's integer, if it fits in 64 signed bits as every GitHub id and number does. A larger
+    one (an issue number of 10**30) would only fail later, where the store writes it as an INTEGER."""
+    if len(text.lstrip("-")) <= 19:  # longer is out of range, and never converted (int() is quadratic)
+        value = int(text)
+        if MIN_JSON_INTEGER <= value <= MAX_JSON_INTEGER:
+            return value
+    raise IntegerOutOfRange(text[:24] + ("..." if len(text) > 24 else ""))
 
 
 def _nests_deeper_than(value: object, limit: int) -> bool:

@@ -155,6 +155,28 @@ def test_deeply_nested_json_with_a_valid_signature_is_a_400(app, deliver, depth)
     assert app.extensions["pt2_triage"].services.store.job_counts() == {}
 
 
+@pytest.mark.parametrize("where, digits", [("issue", str(10 ** 30)), ("installation", str(2 ** 70)),
+                                           ("issue", str(-(2 ** 63) - 1)), ("comment", "9" * 5000)])
+def test_an_integer_wider_than_64_bits_is_a_400_not_a_500(app, deliver, where, digits):
+    payload = webhook_payload("issue_comment_created")
+    payload[where]["number" if where == "issue" else "id"] = 987654321
+    body = json.dumps(payload).replace("987654321", digits).encode()
+    response = deliver(None, event="issue_comment", body=body)
+    assert response.status_code == 400 and "64-bit" in response.json["error"]
+    assert app.extensions["pt2_triage"].services.store.job_counts() == {}
+
+
+def test_integers_as_wide_as_64_bits_are_accepted(app, deliver):
+    from bot.app.intake import IntegerOutOfRange, json_integer
+
+    assert [json_integer(str(n)) for n in (2 ** 63 - 1, -(2 ** 63), 0, -1)] == [2 ** 63 - 1, -(2 ** 63), 0, -1]
+    with pytest.raises(IntegerOutOfRange):
+        json_integer(str(2 ** 63))
+    payload = webhook_payload("issue_comment_created")
+    payload["installation"]["id"], payload["comment"]["id"] = 2 ** 63 - 1, -(2 ** 63)
+    assert deliver(payload, "issue_comment").status_code == 202
+
+
 def test_nesting_as_deep_as_github_payloads_go_is_accepted():
     payload = {"action": "completed", "workflow_run": {"head_repository": {"owner": {"plan": {"x": [[{}]]}}}}}
     body = json.dumps(payload).encode()
