@@ -40,18 +40,20 @@ class CommandState:
 
 
 def parse(event: Event) -> CommandComment | None:
-    """A comment by a person that addresses a command to the bot (bots are never obeyed)."""
+    """A comment by a person that addresses a command to the bot (bots are never obeyed). A comment
+    with no author login (a deleted account's `user: null`) commands nothing: whose permission
+    would decide, and whom would the reply address?"""
     comment = event.member("comment")
     user = payload_object(comment.get("user"))
     body, comment_id = payload_string(comment.get("body")), payload_integer(comment.get("id"))
+    login = payload_string(user.get("login"))
     issue = Issue.from_payload(event.payload.get("issue"))
-    if not event.repo or issue is None or body is None or comment_id is None or user.get("type") == "Bot":
+    if not event.repo or issue is None or body is None or comment_id is None or not login or user.get("type") == "Bot":
         return None
     command = parse_command(body, event.bot_name)
     if command is None:
         return None
-    return CommandComment(event.repo, issue, comment_id, payload_string(user.get("login")) or "", command,
-                          event.default_branch)
+    return CommandComment(event.repo, issue, comment_id, login, command, event.default_branch)
 
 
 def observe(comment: CommandComment, ctx: JobContext) -> CommandState:

@@ -54,6 +54,13 @@ def test_a_bot_is_never_obeyed():
     assert parse(payload) is None
 
 
+@pytest.mark.parametrize("user", [None, {"type": "User"}, {"login": "", "type": "User"}])
+def test_a_comment_with_no_author_commands_nothing(user):
+    payload = event("issue_comment", "issue_comment_created")
+    payload.payload["comment"]["user"] = user
+    assert parse(payload) is None
+
+
 # -- replies
 
 def test_a_command_written_wrong_gets_how_to_write_it_and_nothing_else(rules):
