@@ -4,15 +4,17 @@ it was for (the comment updated in place, labels, the draft PR), or the comment 
 Only a run the App itself dispatched counts: a `workflow_dispatch` run of this repository's own code
 whose title is exactly the run-name of a job still waiting (`bot.app.dispatch.run_title`). Any other
 run of a file with the runner workflow's name (a fork's pull request that edits it runs too) is
-logged and ignored. The issue is the job's; the report artifact is untrusted input, size-capped, and
-never chooses the issue: a run that matches no waiting job publishes nothing.
+logged and ignored. The issue is the job's; the report artifact is untrusted input, size-capped,
+validated, and never chooses the issue: a run that matches no waiting job publishes nothing.
 """
 from __future__ import annotations
 
 import io
 import json
 import logging
+import lzma
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
@@ -25,7 +27,7 @@ from bot.app.publish import plan_publish
 from bot.app.repo_config import RepoConfig
 from bot.app.store import RunnerJob
 from bot.core.render import render
-from bot.core.report import TriageReport
+from bot.core.report import TriageReport, with_known_category
 from bot.pipeline.comment import COMMENT_MARKER, fix_verified
 
 log = logging.getLogger("pt2_triage.runner_report")
@@ -38,6 +40,10 @@ REPORT_ARTIFACT_PREFIX = "pt2-triage"
 # the only event that starts a run the App asked for (a pull request, push or schedule may run a file
 # of the same name with code the App never saw)
 DISPATCHED_EVENT = "workflow_dispatch"
+# what a read of an artifact can raise on hostile bytes: a bad zip, CRC, encryption flag or compression
+# method, an undecodable or too deeply nested report.json, a field of the wrong type
+UNREADABLE = (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, NotImplementedError, EOFError, OSError,
+              zlib.error, lzma.LZMAError, ValueError, TypeError, KeyError)
 
 
 @dataclass(frozen=True)
@@ -90,12 +96,24 @@ def observe(completed: CompletedRun, ctx: JobContext) -> RunState:
     if runner_job is None:
         return RunState(config, ctx.rules)
     artifacts = [a for a in ctx.gh.run_artifacts(ctx.repo, completed.run.id) if not a.expired]
-    report = first_report(report_artifacts(artifacts, runner_job.job_key), lambda a: ctx.gh.artifact_zip(ctx.repo, a.id))
+    report = first_report(report_artifacts(artifacts, runner_job.job_key),
+                          lambda a: ctx.gh.artifact_zip(ctx.repo, a.id), frozenset(ctx.rules.ruleset.categories))
     number = runner_job.number
-    previous = ctx.store.latest_report(ctx.repo, number)
     return RunState(config, ctx.rules, runner_job.job_key, runner_job, report,
-                    TriageReport.from_dict(json.loads(previous)) if previous else None,
+                    stored_report(ctx.store.latest_report(ctx.repo, number)),
                     ctx.store.overrides(ctx.repo, number), ctx.store.comment_id(ctx.repo, number))
+
+
+def stored_report(text: str | None) -> TriageReport | None:
+    """The issue's last published report; one saved before reports were validated may not read now,
+    and then there is none to compare with (it only decides whether to celebrate a fix)."""
+    if not text:
+        return None
+    try:
+        return TriageReport.from_dict(json.loads(text))
+    except UNREADABLE as exc:
+        log.warning("the last stored report does not read (%s); comparing with none", exc)
+        return None
 
 
 def decide(completed: CompletedRun, state: RunState) -> Plan:
@@ -143,29 +161,37 @@ def report_artifacts(artifacts: Iterable[Artifact], job_key: str) -> list[Artifa
     return [a for a in ordered if a.name.startswith(REPORT_ARTIFACT_PREFIX) or job_key in a.name]
 
 
-def first_report(artifacts: Iterable[Artifact], download: Callable[[Artifact], bytes]) -> TriageReport | None:
+def first_report(artifacts: Iterable[Artifact], download: Callable[[Artifact], bytes],
+                 categories: frozenset[str] = frozenset()) -> TriageReport | None:
     for artifact in artifacts:
-        report = report_from_zip(download(artifact))
+        report = report_from_zip(download(artifact), categories)
         if report is not None:
             return report
     return None
 
 
-def report_from_zip(data: bytes) -> TriageReport | None:
-    """report.json from an artifact zip (at its root or in one folder), size-capped, or None."""
+def report_from_zip(data: bytes, categories: frozenset[str] = frozenset()) -> TriageReport | None:
+    """report.json from an artifact zip (at its root or in one folder), size-capped and validated, or
+    None: whatever is wrong with the bytes, the caller says "no usable report" on the issue. A category
+    outside `categories` (a newer runner's) is published as `unknown`, with a note."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
+        members = sorted((m for m in archive.infolist() if m.filename.rsplit("/", 1)[-1] == "report.json"
+                          and m.filename.count("/") <= 1), key=lambda m: m.filename.count("/"))
+    except UNREADABLE as exc:
+        log.warning("artifact: not a readable zip (%s: %s)", type(exc).__name__, str(exc)[:200])
         return None
-    members = sorted((m for m in archive.infolist() if m.filename.rsplit("/", 1)[-1] == "report.json"
-                      and m.filename.count("/") <= 1), key=lambda m: m.filename.count("/"))
     for member in members:
         if member.file_size > MAX_REPORT_BYTES:
             continue
         try:
-            return TriageReport.from_dict(json.loads(archive.read(member).decode("utf-8")))
-        except (ValueError, TypeError, KeyError) as exc:
-            log.warning("artifact %s: not a usable report (%s)", member.filename, exc)
+            with archive.open(member) as stream:
+                text = stream.read(MAX_REPORT_BYTES + 1).decode("utf-8")
+            report = TriageReport.from_dict(json.loads(text))
+            return with_known_category(report, categories) if categories else report
+        except UNREADABLE as exc:
+            log.warning("artifact %s: not a usable report (%s: %s)", member.filename[:100], type(exc).__name__,
+                        str(exc)[:200])
     return None
 
 

@@ -1,18 +1,23 @@
-"""Which finished runs count as runner reports.
+"""Which finished runs count as runner reports, and what a hostile or broken report artifact leads to.
 
 Only a run the App dispatched is a report: a `workflow_dispatch` run of the repository's own code whose
 title is exactly a waiting job's run-name. A fork's pull request that edits pt2-triage-runner.yml runs
-it too, and its report must publish nothing.
+it too, and its report must publish nothing. A report that does not read is "no usable report": the
+issue is told, and the job does not fail.
 """
 from __future__ import annotations
 
 import io
 import json
+import struct
 import zipfile
 from dataclasses import replace
 
-from bot.app.features.runner_report import CompletedRun, RunState, decide, not_dispatched_by_us, parse
+import pytest
+
+from bot.app.features.runner_report import CompletedRun, RunState, decide, not_dispatched_by_us, parse, report_from_zip
 from bot.app.repo_config import RepoConfig
+from bot.core.report import UNKNOWN_CATEGORY
 
 from ..conftest import FIXTURES, drain, webhook_payload
 from .conftest import REPO, event, graph_break_report, runner_job
@@ -122,3 +127,56 @@ def test_a_pull_request_titled_after_the_job_id_does_not_take_the_job(app, deliv
     finish(app, deliver, fake, runner_run(f"pt2-triage {key} (issue 12, cpu)", 780), report_json())  # the real run
     [comment] = fake.bot_comments_on(12)
     assert "Reproducing on" not in comment["body"] and store_of(app).runner_job(key).state == "published"
+
+
+# -- a report that does not read: the issue is told, the job completes
+
+@pytest.mark.parametrize("breakage", [
+    {"classification": {"category": "graph_break", "confidence": "0.9", "signature": "s"}},
+    {"reproduction": {**report_json()["reproduction"], "summary": ["a"]}},
+    {"schema_version": True},
+])
+def test_a_malformed_report_is_reported_as_no_usable_report(app, deliver, fake, breakage):
+    key = labeled(app, deliver, fake)
+    finish(app, deliver, fake, runner_run(f"pt2-triage {key} (issue 12, cpu)"), report_json(**breakage))
+    [comment] = fake.bot_comments_on(12)
+    assert "the runner did not produce a report" in comment["body"]
+    assert store_of(app).runner_job(key).state == "failed" and store_of(app).job_counts() == {"done": 2}
+
+
+def test_a_category_from_a_newer_ruleset_is_published_as_unknown_with_a_note(app, deliver, fake):
+    key = labeled(app, deliver, fake)
+    report = report_json()
+    report["classification"]["category"] = "no_such_category"
+    finish(app, deliver, fake, runner_run(f"pt2-triage {key} (issue 12, cpu)"), report)
+    [comment] = fake.bot_comments_on(12)
+    assert f"(`{UNKNOWN_CATEGORY}`)" in comment["body"] and "unknown category 'no_such_category'" in comment["body"]
+    assert "triage review" in fake.labels[12] and store_of(app).runner_job(key).state == "published"
+
+
+def hostile(**tweak) -> bytes:
+    """A zip whose one member's headers say what a hostile runner can make them say."""
+    raw = bytearray(zipped(report_json()))
+    for signature, flags, method, crc in ((b"PK\x03\x04", 6, 8, 14), (b"PK\x01\x02", 8, 10, 16)):
+        at = raw.find(signature)
+        if tweak.get("encrypted"):
+            raw[at + flags] |= 1
+        if tweak.get("method"):
+            raw[at + method:at + method + 2] = struct.pack("<H", tweak["method"])
+        if tweak.get("bad_crc"):
+            raw[at + crc] ^= 0xFF
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("data", [
+    hostile(bad_crc=True), hostile(encrypted=True), hostile(method=99), hostile(method=14),
+    zipped(b"[" * 200_000 + b"]" * 200_000), zipped(b"[1, 2]"), zipped(b"null"),
+], ids=["bad_crc", "encrypted", "method_99", "lzma_garbage", "deep_json", "array", "null"])
+def test_an_artifact_that_does_not_read_is_no_report(data):
+    assert report_from_zip(data) is None
+
+
+def test_a_deeply_nested_free_form_field_is_no_report():
+    report = report_json()
+    report["reproduction"]["runs"][0]["probe"] = json.loads('{"a": ' * 50 + "1" + "}" * 50)
+    assert report_from_zip(zipped(report)) is None
