@@ -7,13 +7,13 @@ functions are pure and return the steps to carry out (bot/app/plan.py).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from bot.app.context import JobContext, Rules
 from bot.app.dispatch import DispatchRun, newest_repro, plan_dispatch
 from bot.app.event import Issue
+from bot.app.features.runner_report import stored_report
 from bot.app.plan import Step, UpsertComment
 from bot.app.publish import comment_for, with_category_override
 from bot.app.repo_config import RepoConfig
@@ -51,7 +51,7 @@ def observe_issue(ctx: JobContext, issue: Issue, config: RepoConfig, default_bra
     return IssueState(repo=repo, issue=issue, config=config, rules=ctx.rules,
                       classification=ctx.services.classifier.classify_text(issue.text),
                       overrides=store.overrides(repo, issue.number), comment_id=store.comment_id(repo, issue.number),
-                      latest_report=TriageReport.from_dict(json.loads(stored)) if stored else None,
+                      latest_report=stored_report(stored),
                       runner_jobs=tuple(store.runner_jobs_for(repo, issue.number)),
                       job_key=store.progress("job_key") or ctx.job.id, installation_id=ctx.job.installation_id,
                       default_branch=default_branch)

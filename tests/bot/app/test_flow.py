@@ -121,6 +121,18 @@ def test_anyone_may_classify(app, deliver, fake):
     assert fake.dispatches == []
 
 
+def test_an_issue_whose_stored_report_no_longer_reads_is_still_triaged(app, deliver, fake):
+    """A report saved before reports were validated (or by an older version) is no report to compare
+    with, not a job that fails on every retry."""
+    app.extensions["pt2_triage"].services.store.save_report(REPO, 12, '{"classification": "old shape"}', None)
+    payload = webhook_payload("issue_comment_created")
+    payload["comment"]["body"] = "@pt2-triage classify"
+    deliver(payload, "issue_comment")
+    drain(app)
+    [comment] = fake.bot_comments_on(12)
+    assert comment["body"].startswith(COMMENT_MARKER) and "Graph break" in comment["body"]
+
+
 def test_category_override_is_remembered_and_relabels(app, deliver, fake):
     fake.permissions["maintainer"] = "admin"
     payload = webhook_payload("issue_comment_created")
