@@ -111,7 +111,7 @@ class JobContext:
         if result.problems and number and self.store.claim_notice(self.repo, number, f"config:{sha}"):
             try:
                 self.gh.post_comment(self.repo, number, render("config_error.md.j2", problems=result.problems,
-                                                               path=CONFIG_PATH))
+                                                               path=CONFIG_PATH), reply_id=f"config:{sha}")
             except Exception:
                 self.store.release_notice(self.repo, number, f"config:{sha}")
                 raise
