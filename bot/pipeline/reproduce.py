@@ -52,6 +52,7 @@ PROBE_ENV = "TRIAGE_TORCH_PROBE"
 # torch.compiler.set_stance("force_eager"). (torch._dynamo.config.disable = True is not that: under
 # fullgraph=True it raises "found no compiled frames", so every fullgraph repro "failed without the compiler".)
 COMPILER_OFF_ENV = {PROBE_ENV: json.dumps({"compiler": "off"})}
+COMPILED_ONLY_NOTE = "the error is raised in the script's own code, and only with the compiler on (it runs clean with the compiler off)"
 
 # A call the compiler-off stance (torch.compiler.set_stance("force_eager")) turns off: torch.compile
 # in any spelling (`@torch.compile`, `model.compile()`, `from torch import compile`) or Dynamo's
@@ -212,6 +213,10 @@ class Reproducer:
                        for check in self._silent(text_category, category, issue_text))
         if any(check.reproduced for check in silent):
             found = next(check for check in silent if check.reproduced)
+            failing = self._failing_beside_silent(checks, found.kind)
+            if failing:  # the script's own check fails, and only compiled: a run the minimizer can shrink
+                return self._reproduced(base, failing, len(failing), text_category not in (None, found.kind),
+                                        note=COMPILED_ONLY_NOTE, silent=silent)
             return Reproduction(status="reproduced", reproduced=True, runs_total=1, runs_reproduced=1,
                                 category_from_run=found.kind, category_changed=text_category not in (None, found.kind),
                                 summary=outcome.summary_sentence("reproduced", found.kind, 1, 1, device, self.machine.torch_version,
@@ -222,8 +227,7 @@ class Reproducer:
         if only_compiled:
             return self._reproduced(base, only_compiled, len(only_compiled),
                                     text_category not in (None, only_compiled[0].classification.category),
-                                    note="the error is raised in the script's own code, and only with the compiler on "
-                                         "(it runs clean with the compiler off)")
+                                    note=COMPILED_ONLY_NOTE)
         status = decide_status(checks, 0)
         reason = self._reason(issue_text, status)
         return Reproduction(status=status, reproduced=False, runs_total=len(checks), runs_reproduced=0,
@@ -252,7 +256,18 @@ class Reproducer:
         return self.run(fixed, env, f"{purpose}, with the missing import of `{name}` added",
                         keep=collect and text_category is not None)
 
-    def _reproduced(self, base: dict, checks: list[RunRecord], hits: int, changed: bool, note: str = "") -> Reproduction:
+    def _failing_beside_silent(self, checks: list[RunRecord], kind: str) -> list[RunRecord] | None:
+        """Where a differential run found `kind` (an accuracy mismatch) and the script's own check
+        failed too, outside the compiler, in every run (an `assert` on compiled against eager): those
+        runs as the reproduction, when the script runs clean with the compiler off. A silent finding
+        alone gives the minimizer nothing to shrink; a failing run does (fresh_issues_12's frozen
+        weights: 76 lines left whole before)."""
+        if kind not in self.ruleset.reproduction["compiled_only"]["text_categories"]:
+            return None
+        return self._compiled_only(checks, kind)
+
+    def _reproduced(self, base: dict, checks: list[RunRecord], hits: int, changed: bool, note: str = "",
+                    silent: tuple = ()) -> Reproduction:
         status = decide_status(checks, hits)
         deciding = next(r for r in checks if record_reproduces(r))
         category = deciding.classification.category
@@ -260,7 +275,7 @@ class Reproducer:
         return Reproduction(
             status=status, reproduced=True, runs_total=len(checks), runs_reproduced=hits, category_from_run=category,
             category_changed=changed, summary=f"{summary[:-1]}; {note}." if note else summary,
-            runs=tuple(self.records), artifacts=tuple(self.artifacts),
+            runs=tuple(self.records), artifacts=tuple(self.artifacts), silent=silent,
             script_changed=self._script_note(None), **base)
 
     def _compiled_only(self, checks: list[RunRecord], text_category: str | None) -> list[RunRecord] | None:

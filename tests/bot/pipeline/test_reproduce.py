@@ -7,7 +7,8 @@ import pytest
 
 from bot.cli.main import main
 from bot.core.report import MachineEnvironment, TriageReport
-from bot.pipeline.reproduce import PROBE_ENV, ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment, needs_gpu
+from bot.pipeline.reproduce import (PROBE_ENV, ReproduceOptions, Reproducer, decide_status, diagnostics_env, machine_environment,
+                                    needs_gpu, record_reproduces)
 from runners.probe import probe_machine
 from runners.sandbox import RunSpec, run
 from tests import paths
@@ -142,6 +143,35 @@ def test_an_error_in_the_scripts_own_code_that_only_the_compiler_causes_reproduc
     said_mismatch = reproducer().reproduce(COMPILED_OUTPUT_STRIDES,
                                            issue_text="Compiled output differs from eager: `.view()` fails only with torch.compile")
     assert said_mismatch.reproduced and said_mismatch.category_from_run in ("accuracy", "runtime_crash")
+
+
+OWN_CHECK_OF_AN_ACCURACY_BUG = """\
+import torch
+
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+
+
+def f(x):
+    return torch.relu(x) * 2
+
+
+x = torch.randn(64)
+diff = (torch.compile(f)(x) - f(x)).abs().max().item()
+assert diff < 1e-4, f"served scores differ from the reference (max diff {diff:.4f})"
+"""
+
+
+@pytest.mark.slow
+def test_a_measured_mismatch_that_the_scripts_own_check_also_fails_is_a_failing_run_to_minimize(reproducer):
+    """The differential run finds the mismatch, and the script's own `assert` fails on it too, with an
+    error outside the compiler: those failing runs are the reproduction (clean with the compiler off),
+    so the minimizer has a failure to keep; the measurement stays beside it."""
+    reproduction = reproducer().reproduce(OWN_CHECK_OF_AN_ACCURACY_BUG,
+                                          issue_text=WRONG_RESULTS_ISSUE + OWN_CHECK_OF_AN_ACCURACY_BUG)
+    assert reproduction.reproduced and reproduction.category_from_run == "accuracy", reproduction.summary
+    assert "only with the compiler on" in reproduction.summary
+    assert any(record_reproduces(r) for r in reproduction.runs)
+    assert [c.kind for c in reproduction.silent if c.reproduced] == ["accuracy"]
 
 
 def test_an_error_eager_shares_is_still_no_reproduction(reproducer):
