@@ -17,7 +17,7 @@ from bot.core.tables import RulesError, require
 DISPOSITIONS = ("bug", "limitation", "user_error", "needs_info")
 STATES = ("reproduced", "not_run", "not_reproduced")
 WORKAROUNDS = ("hints", "torch_cond", "capture_scalar_outputs", "allow_unspec_int_on_nn_module", "maybe_mark_dynamic",
-               "fallback_random", "hook_guards")
+               "fallback_random", "hook_guards", "freezing_off")
 CONDITIONS = ("state", "layer", "message", "no_script", "code", "traced", "verified")
 # torch's hints: a `Hint:` line, or a guard's `(HINT: ...)` sentence after its recompile reason (the
 # guard dump's `(HINT: type ReLU)` annotations are not advice)

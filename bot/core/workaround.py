@@ -16,6 +16,8 @@ A `limitation` disposition (bot/rules/disposition.yaml) names a workaround kind:
                           Inductor draws random numbers the way eager does
   hook_guards             `torch._dynamo.config.skip_nnmodule_hook_guards = False` before the code
                           runs, so a hook registered after the first compiled call is seen
+  freezing_off            the script's own `freezing = True` (an assignment or a `config.patch`) set
+                          to False, so Inductor keeps the weights as inputs instead of constants
 
 Each rewrite returns the new source, or None when the code does not have the shape it handles;
 nothing is claimed until bot/pipeline/ladder.py has run the rewrite and seen it pass.
@@ -91,6 +93,22 @@ def config_switch(kind: str, script: str) -> Rewrite | None:
     lines = script.split("\n")
     lines.insert(after_imports, ("import torch._dynamo\n" if "import torch" not in script else "") + line)
     return Rewrite(kind, "\n".join(lines), f"Added `{line}` after the imports, {effect}")
+
+
+FREEZING_ON = (re.compile(r"(\bfreezing\s*=\s*)True\b"), re.compile(r"""(["']freezing["']\s*,\s*)True\b"""))
+
+
+def freezing_off(script: str) -> Rewrite | None:
+    """The script with each `freezing = True` it sets (`torch._inductor.config.freezing = True`,
+    `config.patch(freezing=True)`, `config.patch("freezing", True)`) made False; None when it sets none.
+    A switch added after the imports would not do: the script's own line comes later and wins."""
+    rewritten = script
+    for pattern in FREEZING_ON:
+        rewritten = pattern.sub(r"\1False", rewritten)
+    if rewritten == script:
+        return None
+    return Rewrite("freezing_off", rewritten, "Set the script's `torch._inductor.config.freezing = True` to `False`, "
+                   "so Inductor keeps the weights as inputs of the compiled code instead of folding them in as constants")
 
 
 def maybe_mark_dynamic(script: str) -> Rewrite | None:

@@ -215,6 +215,7 @@ REWRITES = {
     "torch_cond": lambda script, output: workaround.torch_cond(script, workaround.failing_line(output)),
     **{kind: (lambda script, output, kind=kind: workaround.config_switch(kind, script)) for kind in workaround.CONFIG_SWITCHES},
     "maybe_mark_dynamic": lambda script, output: workaround.maybe_mark_dynamic(script),
+    "freezing_off": lambda script, output: workaround.freezing_off(script),
 }
 
 

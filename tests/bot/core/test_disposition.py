@@ -183,6 +183,19 @@ def test_a_hook_registered_in_a_dynamo_owned_mismatch_is_a_limitation_once_hook_
     assert decide(**{**facts, "layer": "inductor"}, verified=("hook_guards",)).kind == "bug"  # Dynamo's guards only
 
 
+def test_weights_changed_under_freezing_are_a_limitation_once_freezing_off_makes_it_pass():
+    script = ("import torch\ntorch._inductor.config.freezing = True\nserved = torch.compile(model)\nserved(x)\n"
+              "model.load_state_dict(new)\nassert torch.equal(served(x), model(x))\n")
+    facts = {"failure_text": "AssertionError\n", "layer": "inductor", "script": script}
+    assert disposition.to_verify(TABLE, Facts(state="reproduced", has_script=True, **facts)) == ("freezing_off",)
+    assert decide(**facts).kind == "bug"  # not claimed before a run shows it
+    verified = decide(**facts, verified=("freezing_off",))
+    assert (verified.kind, verified.rule) == ("limitation", "frozen_weights_changed")
+    assert "can no longer be updated" in verified.reason and not verified.wants_regression_test
+    unchanged = script.replace("model.load_state_dict(new)\n", "")  # a freezing bug with fixed weights stays a bug
+    assert disposition.to_verify(TABLE, Facts(state="reproduced", has_script=True, **{**facts, "script": unchanged})) == ()
+
+
 AS_STRIDED_MUTATION = (
     "RuntimeError: During torch.compile, encountered a mutation on a view chain of length 2, where view 1 was an "
     "as_strided() call. as_strided() is non-compositional, and therefore is not possible to functionalize properly "

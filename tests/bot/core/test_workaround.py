@@ -108,6 +108,38 @@ def test_a_documented_switch_makes_its_failure_pass_on_real_torch(kind, script, 
     assert result.status == "ok", result.stderr[-2000:]
 
 
+FROZEN_THEN_RELOADED = """\
+import torch
+
+torch._inductor.config.freezing = True
+model = torch.nn.Linear(4, 2).eval()
+served = torch.compile(model)
+x = torch.ones(1, 4)
+with torch.no_grad():
+    served(x)
+    model.load_state_dict({"weight": torch.zeros(2, 4), "bias": torch.zeros(2)})
+    assert torch.equal(served(x), model(x)), "served scores are stale after the reload"
+"""
+
+
+def test_freezing_off_rewrites_the_scripts_own_switch_and_nothing_else():
+    assert workaround.freezing_off("import torch\nx = 1\n") is None
+    patched = workaround.freezing_off('@torch._inductor.config.patch("freezing", True)\n'
+                                      "@config.patch(freezing=True, cpp_wrapper=True)\ndef f(): pass\n")
+    assert patched.source == ('@torch._inductor.config.patch("freezing", False)\n'
+                              "@config.patch(freezing=False, cpp_wrapper=True)\ndef f(): pass\n")
+
+
+@pytest.mark.slow
+def test_with_freezing_off_weights_loaded_after_compiling_are_seen_on_real_torch():
+    """Frozen weights are constants of the compiled code (documented in torch/_inductor/config.py)."""
+    assert "stale after the reload" in run(RunSpec(script=FROZEN_THEN_RELOADED, timeout_s=300)).stderr
+    rewritten = workaround.freezing_off(FROZEN_THEN_RELOADED)
+    assert "freezing = False" in rewritten.source
+    result = run(RunSpec(script=rewritten.source, timeout_s=300))
+    assert result.status == "ok", result.stderr[-2000:]
+
+
 def test_the_readme_examples_rewrite_runs_under_fullgraph():
     assert run(RunSpec(script=EXAMPLE, timeout_s=300)).status != "ok"
     result = run(RunSpec(script=workaround.torch_cond(EXAMPLE, line=11).source, timeout_s=300))
