@@ -183,6 +183,17 @@ def test_a_hook_registered_in_a_dynamo_owned_mismatch_is_a_limitation_once_hook_
     assert decide(**{**facts, "layer": "inductor"}, verified=("hook_guards",)).kind == "bug"  # Dynamo's guards only
 
 
+CUSTOM_OP_STRIDES = ("AssertionError: expected size 16==16, stride 1==500 at dim=0; expected size 500==500, stride 16==1 "
+                     "at dim=1\nError in op: torch.ops.{op}.default\n")
+
+
+def test_a_custom_ops_fake_that_promises_other_strides_than_its_real_output_is_a_limitation():
+    """Inductor checks a custom op's real output against its fake's promise (fresh_issues_12)."""
+    found = decide(failure_text=CUSTOM_OP_STRIDES.format(op="retrieval.cosine_scores"), layer="inductor")
+    assert (found.kind, found.rule) == ("limitation", "custom_op_fake_unlike_real") and "opcheck" in found.reason
+    assert decide(failure_text=CUSTOM_OP_STRIDES.format(op="aten.mm"), layer="inductor").kind == "bug"  # Inductor's own
+
+
 def test_weights_changed_under_freezing_are_a_limitation_once_freezing_off_makes_it_pass():
     script = ("import torch\ntorch._inductor.config.freezing = True\nserved = torch.compile(model)\nserved(x)\n"
               "model.load_state_dict(new)\nassert torch.equal(served(x), model(x))\n")
