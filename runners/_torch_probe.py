@@ -293,6 +293,7 @@ def _call(compiled, eager, module_base, args, kwargs):
     import torch
 
     index = len(_report["calls"])
+    _report["calls_total"] = _report.get("calls_total", 0) + 1  # every call, past the recorded ones too
     if module_base is not None:
         def run_compiled(a, k):
             return module_base.__call__(compiled, *a, **k)

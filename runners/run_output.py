@@ -134,6 +134,7 @@ def parse_probe(data: bytes) -> dict | None:
             calls = [c for c in _list(probe.get("calls")) if isinstance(c, dict)][:MAX_PROBE_CALLS]
             return {"calls": [{k: v for k, v in c.items() if isinstance(v, (int, float, bool, str)) and len(k) < 40}
                               for c in calls],
+                    "calls_total": _count(probe.get("calls_total")),
                     "counters": plain_counters(probe.get("counters")),
                     # what each module of the script was given (runners/reduce/hoist.py validates every field)
                     "modules": [m for m in _list(probe.get("modules")) if isinstance(m, dict)][:MAX_PROBE_MODULES],

@@ -129,7 +129,24 @@ def _performance(probe: Mapping, rule: Mapping) -> SilentFinding | None:
     ratio = compiled / eager if eager else float("inf")
     summary = (f"per call: compiled {compiled * 1e3:.3g} ms, eager {eager * 1e3:.3g} ms ({ratio:.2f}x); "
                f"first call (compile) {numbers['first_call_s']:.1f} s")
-    return SilentFinding("timing", slower or long_compile, summary, numbers)
+    later_slower, later = _later_calls(probe.get("calls", ()), rule)
+    if later:
+        numbers.update(later)
+        summary += (f"; the script's {later['later_calls']} calls after the first: compiled {later['later_compiled_s']:.3g} s, "
+                    f"eager {later['later_eager_s']:.3g} s")
+    return SilentFinding("timing", slower or long_compile or later_slower, summary, numbers)
+
+
+def _later_calls(calls: Sequence[Mapping], rule: Mapping) -> tuple[bool, dict]:
+    """The script's own calls after the first, as it made them (recompiles included), against their
+    eager shadows: a compiled function that recompiles on every call is fast once warm and slow as
+    used (fresh_issues_12's decoder with a growing cache under dynamic=False)."""
+    timed = [c for c in calls[1:] if isinstance(c.get("compiled_s"), (int, float)) and isinstance(c.get("eager_s"), (int, float))]
+    if len(timed) < 2:
+        return False, {}
+    compiled, eager = sum(c["compiled_s"] for c in timed), sum(c["eager_s"] for c in timed)
+    slower = compiled > eager * rule["slowdown_ratio"] and compiled - eager > rule["min_difference_s"] * len(timed)
+    return slower, {"later_calls": len(timed), "later_compiled_s": round(compiled, 6), "later_eager_s": round(eager, 6)}
 
 
 def _recompilation(probe: Mapping, rule: Mapping) -> SilentFinding | None:
@@ -138,12 +155,14 @@ def _recompilation(probe: Mapping, rule: Mapping) -> SilentFinding | None:
         return None
     recompiles = counters.get("recompiles") or {}
     limit = counters.get("recompile_limit") or 8
-    calls = max(1, counters.get("stats", {}).get("calls_captured", 0) or len(probe.get("calls", ())))
+    # the calls of the compiled function the probe saw (Dynamo's `calls_captured` counts the ops in its
+    # graphs, not calls); without them only the limit decides
+    calls = probe.get("calls_total") or len(probe.get("calls", ())) or None
     worst_name, worst = max(recompiles.items(), key=lambda item: item[1], default=(None, 0))
     numbers = {"recompiles": worst, "limit": limit, "frames": counters.get("frames", {}).get("total", 0),
                "graph_breaks": counters.get("graph_breaks", 0)}
     hit_limit = worst + 1 >= limit
-    every_call = worst >= rule["min_recompiles"] and worst >= rule["every_call_ratio"] * (calls - 1)
+    every_call = calls is not None and worst >= rule["min_recompiles"] and worst >= rule["every_call_ratio"] * (calls - 1)
     if worst_name is None:
         return SilentFinding("recompiles", False, "no recompiles", numbers)
     reasons = (counters.get("guard_failures") or {}).get(worst_name) or []

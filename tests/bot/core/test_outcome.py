@@ -75,6 +75,26 @@ def test_performance_needs_both_the_ratio_and_an_absolute_difference():
     assert silent_findings(long_compile, TIMING, RULES)[0].reproduced
 
 
+def test_a_function_fast_once_warm_but_recompiling_on_every_call_the_script_makes_is_slow():
+    """Warm medians time one input again and again; the script's own calls each had a new shape."""
+    first = {"call": 0, "compiled_s": 9.0, "eager_s": 0.0003, "compiled_median_s": 0.00026, "eager_median_s": 0.00028}
+    recompiling = {"calls": [first] + [{"call": i, "compiled_s": 0.4, "eager_s": 0.0003} for i in range(1, 20)]}
+    (finding,) = silent_findings(recompiling, TIMING, RULES)
+    assert finding.reproduced and "the script's 19 calls after the first: compiled 7.6 s, eager 0.0057 s" in finding.summary
+    warm = {"calls": [first] + [{"call": i, "compiled_s": 0.00026, "eager_s": 0.0003} for i in range(1, 20)]}
+    assert not silent_findings(warm, TIMING, RULES)[0].reproduced
+
+
+def test_recompiles_on_every_call_count_the_calls_not_the_ops_dynamo_captured():
+    counters = {"recompiles": {"step": 20}, "recompile_limit": 256, "stats": {"calls_captured": 400}}
+    (finding,) = silent_findings({"calls": [], "calls_total": 21, "counters": counters}, (("recompilation", "recompiles"),), RULES)
+    assert finding.reproduced  # 20 recompiles in 21 calls, far below the limit
+    (unknown,) = silent_findings({"calls": [], "counters": counters}, (("recompilation", "recompiles"),), RULES)
+    assert not unknown.reproduced  # without the calls, only the limit decides
+    (rare,) = silent_findings({"calls": [], "calls_total": 500, "counters": counters}, (("recompilation", "recompiles"),), RULES)
+    assert not rare.reproduced
+
+
 def test_recompiles_up_to_the_limit_or_on_every_call():
     probe = {"calls": [], "counters": {"recompiles": {"step": 7}, "recompile_limit": 8, "stats": {"calls_captured": 20},
                                        "guard_failures": {"step": ["0/0: lr == 0.1"]}, "frames": {"total": 8}}}
