@@ -183,6 +183,16 @@ def test_a_hook_registered_in_a_dynamo_owned_mismatch_is_a_limitation_once_hook_
     assert decide(**{**facts, "layer": "inductor"}, verified=("hook_guards",)).kind == "bug"  # Dynamo's guards only
 
 
+def test_a_recompile_on_each_new_string_value_is_a_limitation():
+    """fresh_issues_12: a language code used as a ModuleDict key recompiles per language."""
+    text = ("Recompiling function forward in /sandbox/repro.py:34\n    triggered by the following guard failure(s):\n"
+            "    - 0/3: lang == 'es'                         # return self._modules[key]  # container.py:555\n"
+            "torch._dynamo.exc.FailOnRecompileLimitHit: Hard failure due to fail_on_recompile_limit_hit\n")
+    found = decide(failure_text=text, layer="dynamo")
+    assert (found.kind, found.rule) == ("limitation", "string_value_recompile") and "string" in found.reason
+    assert decide(failure_text=text.replace("lang == 'es'", "L['x'].size()[0] == 3"), layer="dynamo").kind == "bug"
+
+
 CUSTOM_OP_STRIDES = ("AssertionError: expected size 16==16, stride 1==500 at dim=0; expected size 500==500, stride 16==1 "
                      "at dim=1\nError in op: torch.ops.{op}.default\n")
 
