@@ -7,29 +7,9 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from bot.app.store import DeliveryRecord, NewJob, Store
 
-REPO = "octo-org/octo-repo"
-
-
-class Clock:
-    def __init__(self, now: float = 1000.0):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(tmp_path, clock) -> Store:
-    return Store(str(tmp_path / "app.sqlite3"), clock=clock)
+from .test_store import REPO, Clock, clock, store  # noqa: F401 (the store tests' fixtures: one SQLite file per test)
 
 
 def enqueue(store: Store, clock: Clock, delivery_id: str, number: int | None, repo: str = REPO) -> str:
