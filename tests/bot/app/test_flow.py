@@ -111,13 +111,19 @@ def test_command_from_a_read_only_user_is_refused_politely(app, deliver, fake):
     assert len(fake.comments_on(12)) == 2
 
 
-def test_anyone_may_classify(app, deliver, fake):
+def classified_by_comment(app, deliver, fake, body: str) -> str:
+    """The one bot comment on issue 12 after a comment with `body` is handled."""
     payload = webhook_payload("issue_comment_created")
-    payload["comment"]["body"] = "@PT2-Triage Classify, please"
+    payload["comment"]["body"] = body
     deliver(payload, "issue_comment")
     drain(app)
     [comment] = fake.bot_comments_on(12)
-    assert comment["body"].startswith(COMMENT_MARKER) and "Graph break" in comment["body"]
+    return comment["body"]
+
+
+def test_anyone_may_classify(app, deliver, fake):
+    body = classified_by_comment(app, deliver, fake, "@PT2-Triage Classify, please")
+    assert body.startswith(COMMENT_MARKER) and "Graph break" in body
     assert fake.dispatches == []
 
 
@@ -125,12 +131,8 @@ def test_an_issue_whose_stored_report_no_longer_reads_is_still_triaged(app, deli
     """A report saved before reports were validated (or by an older version) is no report to compare
     with, not a job that fails on every retry."""
     app.extensions["pt2_triage"].services.store.save_report(REPO, 12, '{"classification": "old shape"}', None)
-    payload = webhook_payload("issue_comment_created")
-    payload["comment"]["body"] = "@pt2-triage classify"
-    deliver(payload, "issue_comment")
-    drain(app)
-    [comment] = fake.bot_comments_on(12)
-    assert comment["body"].startswith(COMMENT_MARKER) and "Graph break" in comment["body"]
+    body = classified_by_comment(app, deliver, fake, "@pt2-triage classify")
+    assert body.startswith(COMMENT_MARKER) and "Graph break" in body
 
 
 def test_category_override_is_remembered_and_relabels(app, deliver, fake):
