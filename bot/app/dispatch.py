@@ -9,6 +9,7 @@ the job, and through the job the issue, to publish to. Choosing the device and t
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
@@ -120,6 +121,17 @@ RUN_NAME = "pt2-triage {job_key} (issue {number}, {device})"
 def run_title(job_key: str, number: int, device: str) -> str:
     """The title GitHub gives the run the App dispatched for this job."""
     return RUN_NAME.format(job_key=job_key, number=int(number), device=device)
+
+
+RUN_TITLE_ISSUE = re.compile(r"^pt2-triage \S+ \(issue (\d{1,18}), \w+\)$")
+
+
+def issue_of_run_title(display_title: str) -> int | None:
+    """The issue a runner run's title names (`RUN_NAME`), so its report's job queues behind any other
+    job on that issue (the store runs one per issue at a time). Only an ordering hint: which job the
+    run belongs to, if any, is still decided by `job_key_from_run` against the store."""
+    match = RUN_TITLE_ISSUE.match(display_title or "")
+    return int(match.group(1)) if match else None
 
 
 def job_key_from_run(display_title: str, waiting: Iterable["RunnerJob"]) -> str | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from bot.app import features
+from bot.app.dispatch import issue_of_run_title
 from bot.app.event import Event, payload_integer, payload_object
 from bot.app.store import NewJob
 
@@ -55,10 +56,12 @@ class Delivery:
 
     @property
     def number(self) -> int | None:
+        """The issue the delivery is about: the issue or PR, or the issue a runner run's title names."""
         for key in ("issue", "pull_request"):
             if isinstance(self.payload.get(key), dict):
                 return payload_integer(self.payload[key].get("number"))
-        return None
+        title = payload_object(self.payload.get("workflow_run")).get("display_title")
+        return issue_of_run_title(title) if isinstance(title, str) else None
 
 
 @dataclass(frozen=True)

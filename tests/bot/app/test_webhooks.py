@@ -73,6 +73,16 @@ def test_parse_refuses_an_oversized_body_before_hashing():
     assert refusal.status == 413
 
 
+def test_a_runner_runs_report_is_queued_as_a_job_on_the_issue_its_title_names():
+    """So it waits behind a label or `classify` job on that issue instead of racing it to the comment."""
+    payload = webhook_payload("workflow_run_completed_runner")
+    payload["workflow_run"]["display_title"] = "pt2-triage aaa111 (issue 12, cpu)"
+    job = route(Delivery("d", "workflow_run", "completed", payload), "pt2-triage")
+    assert (job.kind, job.number) == ("workflow_run", 12)
+    payload["workflow_run"]["display_title"] = "docs: mention pt2-triage aaa111 (issue 12, cpu)"
+    assert route(Delivery("d", "workflow_run", "completed", payload), "pt2-triage").number is None
+
+
 def test_route_ignores_comments_not_addressed_to_the_bot_and_bots():
     payload = webhook_payload("issue_comment_created")
     assert route(Delivery("d", "issue_comment", "created", payload), "pt2-triage").kind == "issue_comment"
