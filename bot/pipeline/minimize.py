@@ -432,6 +432,11 @@ class Minimizer:
         elif self.presume and (presumed := self.presumed_failure(script)) is not None:
             return presumed
         original, result = self.classify_original(script)
+        if (reproduced is not None and reproduced.classification.rule == COMPILED_ONLY_RULE
+                and same_failure(reproduced.classification, original, result.status)):
+            # the compiler's failure in the script's own code, on Inductor alone (no cheaper rung shows
+            # it): the run's own error is the failure to keep, as the reproduction found it
+            return reproduced.classification, result, None
         if not reproduces(original, result.status):
             raise NotReproducible(f"the script does not fail with a PT2 error here ({result.status}, {original.category})")
         return original, result, None
