@@ -183,6 +183,15 @@ def test_a_hook_registered_in_a_dynamo_owned_mismatch_is_a_limitation_once_hook_
     assert decide(**{**facts, "layer": "inductor"}, verified=("hook_guards",)).kind == "bug"  # Dynamo's guards only
 
 
+def test_size_recompiles_in_a_script_that_asked_for_static_shapes_are_a_limitation():
+    """fresh_issues_12: a decoder step compiled with dynamic=False, its KV cache one longer every call."""
+    text = "`step` recompiled 20 time(s) (limit 256); first failing guard: `0/0: tensor 'k_cache' size mismatch at index 2. expected 0, actual 1`\n"
+    script = "import torch\nstep = torch.compile(decode, dynamic=False)\n"
+    found = decide(failure_text=text, layer=None, script=script)
+    assert (found.kind, found.rule) == ("limitation", "static_shapes_recompile") and "mark_dynamic" in found.reason
+    assert decide(failure_text=text, layer=None, script=script.replace("dynamic=False", "dynamic=None")).kind == "bug"
+
+
 def test_a_recompile_on_each_new_string_value_is_a_limitation():
     """fresh_issues_12: a language code used as a ModuleDict key recompiles per language."""
     text = ("Recompiling function forward in /sandbox/repro.py:34\n    triggered by the following guard failure(s):\n"
