@@ -199,6 +199,8 @@ def disposition_facts(reproduction: Reproduction | None, script: str | None, iss
         state, text = "not_run", issue_text
     elif reproduction.reproduced:
         state, text = "reproduced", workaround.with_caused_by_source(deciding.output_tail, script) if deciding else ""
+        # what a silent reproduction measured (the recompiles' first failing guard) is its failure's text
+        text += "".join(f"\n{check.summary}" for check in reproduction.silent if check.reproduced)
     else:
         state, text = "not_reproduced", ""
     off = ladder.rungs[0] if ladder and ladder.rungs else None  # the compiler-off rung: first, by the table's rule

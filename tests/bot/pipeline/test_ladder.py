@@ -127,3 +127,19 @@ def test_a_script_that_never_reaches_the_compiler_owns_its_failure_without_a_run
     through_dynamo = 'File "/venv/torch/_dynamo/eval_frame.py", line 9, in _fn\n' + crash
     assert not any([compiler_free(table, compiles, crash), compiler_free(table, from_a_package, crash),
                     compiler_free(table, script, through_dynamo)])
+
+
+def test_a_silent_reproductions_measurement_is_the_failure_text_the_disposition_rules_read():
+    """The recompiles' first failing guard is in what the differential run measured, not in its log."""
+    from bot.core.records import Classification
+    from bot.core.report import Reproduction, SilentCheck
+    from bot.pipeline.ladder import disposition_facts
+
+    guard = "`step` recompiled 20 time(s) (limit 256); first failing guard: `0/0: tensor 'k_cache' size mismatch at index 2`"
+    run = RunRecord("differential run (recompilation)", {}, "ok", 0, None, 1.0, None, (), True, False,
+                    Classification("not_pt2", 0.5, "not_pt2|-|-"), "model v0 ok\n", probe={"calls": []})
+    reproduction = Reproduction("reproduced", True, 1, 1, "cpu", "performance", "recompilation", True, "Reproduced.",
+                                runs=(run,), silent=(SilentCheck("recompilation", True, guard),
+                                                     SilentCheck("performance", False, "per call: 0.95x")))
+    facts = disposition_facts(reproduction, "step = torch.compile(f, dynamic=False)\n", "", None)
+    assert facts.state == "reproduced" and guard in facts.failure_text and "0.95x" not in facts.failure_text
