@@ -65,8 +65,9 @@ def test_malformed_claims_are_dropped():
 
 def test_a_malformed_probe_report_is_reduced_not_raised():
     """The probe's line comes from the script's own process: fields of the wrong type are dropped."""
-    report = parse_probe(b'{"probe": {"calls": "x", "modules": 5, "errors": 3, "counters": []}}\n')
-    assert report == {"calls": [], "counters": None, "modules": [], "entry": None, "errors": []}
+    report = parse_probe(b'{"probe": {"calls": "x", "calls_total": "9", "modules": 5, "errors": 3, "counters": []}}\n')
+    assert report == {"calls": [], "calls_total": None, "counters": None, "modules": [], "entry": None, "errors": []}
+    assert parse_probe(b'{"probe": {"calls_total": 1e30}}\n')["calls_total"] is None  # a count, bounded
     modules = parse_probe(b'{"probe": {"modules": [{"class": "Net"}, "Net", 7]}}\n')["modules"]
     assert modules == [{"class": "Net"}]  # each field is checked where it is used (runners/reduce/hoist.py)
 
