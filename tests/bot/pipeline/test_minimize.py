@@ -481,22 +481,6 @@ def test_the_reproductions_failure_is_not_compiled_again_when_a_cheaper_backend_
     assert backend_env is None and original.category == "backend_compiler_failed"
 
 
-OWN_CHECK_OF_AN_INDUCTOR_ONLY_MISMATCH = """\
-import torch
-
-torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
-
-
-def f(x):
-    return torch.relu(x) * 2
-
-
-x = torch.randn(64)
-diff = (torch.compile(f)(x) - f(x)).abs().max().item()
-assert diff < 1e-4, f"served scores differ (max diff {diff:.4f})"
-"""
-
-
 @pytest.mark.slow
 def test_a_compiled_only_failure_that_only_inductor_shows_is_kept_as_the_reproduction_found_it(classifier, pool):
     """The script's own check fails only under Inductor (no cheaper backend shows it): the original's
@@ -504,12 +488,12 @@ def test_a_compiled_only_failure_that_only_inductor_shows_is_kept_as_the_reprodu
     from types import SimpleNamespace
 
     from bot.core.outcome import COMPILED_ONLY_RULE, compiled_only
+    from tests.bot.pipeline.test_reproduce import OWN_CHECK_OF_AN_ACCURACY_BUG as script  # Inductor alone shows it
     minimizer = Minimizer(classifier, pool.run)
-    raw, run = minimizer.classify_run(OWN_CHECK_OF_AN_INDUCTOR_ONLY_MISMATCH)
+    raw, run = minimizer.classify_run(script)
     assert not raw.is_pt2  # the script's own AssertionError
     found = compiled_only(raw, "accuracy")
-    original, _, backend_env = minimizer.original_failure(OWN_CHECK_OF_AN_INDUCTOR_ONLY_MISMATCH,
-                                                          SimpleNamespace(classification=found, status=run.status))
+    original, _, backend_env = minimizer.original_failure(script, SimpleNamespace(classification=found, status=run.status))
     assert original.rule == COMPILED_ONLY_RULE and original.category == "accuracy" and backend_env is None
 
 
