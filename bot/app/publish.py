@@ -17,7 +17,7 @@ from bot.core.commands_table import load_command_help
 from bot.pipeline.comment import COMMENT_MARKER, render_comment
 from bot.app.github import Comment, GitHub, PullRequest
 from bot.core.graph_breaks import GraphBreakRegistry
-from bot.core.markdown import inert_line
+from bot.core.markdown import inert_line, quoted
 from bot.pipeline.test_patch import add_method_to_file, required_imports
 from bot.core.render import render
 from bot.core.report import TriageReport, with_known_category
@@ -143,7 +143,7 @@ def pull_request_text(report: TriageReport, issue_number: int, change: TestChang
     test = report.regression_test
     title = f"[pt2-triage] Regression test for #{int(issue_number)}: {inert_line(category.title, 80)}"
     body = render("draft_pr.md.j2", report=report, issue_number=int(issue_number), change=change, test=test,
-                  category=category, inert_line=inert_line)
+                  category=category, inert_line=inert_line, quoted=quoted)
     return title, body
 
 
