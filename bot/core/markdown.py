@@ -14,8 +14,14 @@ BACKTICK_RUN = re.compile(r"`+")
 FENCE_RUN = re.compile(r"`{3,}|~{3,}")
 # @user, @org/team, also after punctuation; e-mail addresses (x@y.z) are not mentions on GitHub.
 MENTION = re.compile(r"(?<![\w.+-])@(?=[A-Za-z0-9])")
-# #123 and GH-123 cross-reference issues (and notify their subscribers' timelines).
-ISSUE_REFERENCE = re.compile(r"(?<![\w&/])(#|GH-)(?=\d)", re.IGNORECASE)
+# #123, GH-123 and owner/repo#123 cross-reference issues (and notify their subscribers' timelines);
+# after a closing keyword in a PR body ("fixes octo/repo#7") they close the issue when the PR merges.
+# Every `#` before a digit is broken: one after a word character is no reference of its own, but the
+# end of `owner/repo#123` is. (`&#` is left alone: `&#35;` is an HTML entity, and `&` is escaped first.)
+ISSUE_REFERENCE = re.compile(r"((?<!&)#|(?<![\w-])GH-)(?=\d)", re.IGNORECASE)
+# A URL's scheme or a `www.` start: GitHub autolinks these, and a link to an issue or PR
+# (https://github.com/o/r/issues/7) is a cross-reference like `o/r#7`, and closes it after "fixes".
+AUTOLINK = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<![\w.-])(www)(?=\.)", re.IGNORECASE)
 HTML_SPECIALS = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 HTML_COMMENT_OPEN = "<!--"
 
@@ -70,18 +76,20 @@ def cell_code(text: str) -> str:
 
 
 def inert(text: str) -> str:
-    """User text for markdown prose: HTML escaped, mentions, issue links and inline links defused,
-    no fence openers.
+    """User text for markdown prose: HTML escaped, mentions, issue references (`#7`, `o/r#7`), bare
+    URLs and inline links defused, no fence openers.
 
-    A zero-width space after `@` (and `#`, between `]` and `(`, after `!` before `[`, and inside runs
-    of three backticks or tildes) keeps the text readable while GitHub no longer notifies, links,
-    loads an image, or opens a code block that would swallow the rest of the comment. Emphasis is
+    A zero-width space after `@` (and `#`, a URL's `:` or `www`, between `]` and `(`, after `!` before
+    `[`, and inside runs of three backticks or tildes) keeps the text readable while GitHub no longer
+    notifies, cross-references or closes an issue, links, loads an image, or opens a code block that
+    would swallow the rest of the comment. Emphasis is
     left alone: escaping it hurts reading, and text from a run that the report puts in its own
     sentences goes in a code span (`quoted`), where nothing is markup.
     """
     escaped = "".join(HTML_SPECIALS.get(char, char) for char in text)
     escaped = unmentioned(escaped)
     escaped = ISSUE_REFERENCE.sub(lambda m: m.group(1) + ZERO_WIDTH_SPACE, escaped)
+    escaped = AUTOLINK.sub(lambda m: m.group(0) + ZERO_WIDTH_SPACE, escaped)
     escaped = escaped.replace("](", "]" + ZERO_WIDTH_SPACE + "(").replace("![", "!" + ZERO_WIDTH_SPACE + "[")
     return FENCE_RUN.sub(lambda m: m.group(0)[0] + ZERO_WIDTH_SPACE + m.group(0)[1:], escaped)
 

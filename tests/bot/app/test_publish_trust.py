@@ -91,3 +91,15 @@ def test_the_comment_is_published_even_when_the_draft_pr_cannot_be_opened(app, d
     assert "Reproducing on" not in comment["body"] and "Graph break" in comment["body"]
     assert "oncall: pt2" in fake.labels[12] and fake.pulls == []
 
+
+
+def test_the_reports_words_close_no_issue_and_reference_none_from_the_draft_pr(app, deliver, fake):
+    """The draft PR body shows the runner's verification note; a forged one saying "Fixes o/r#7" or
+    an issue's URL would close that issue when a maintainer merges the PR (and cross-reference it now)."""
+    report = report_json()
+    report["regression_test"].update(verified_fails=True, verification_note=(
+        "Fixes octo-org/octo-repo#7, closes https://github.com/octo-org/octo-repo/issues/8"))
+    finish_runner(app, deliver, fake, report)
+    [pull] = fake.pulls
+    assert "octo-repo#7" not in pull["body"] and "https://github.com" not in pull["body"]
+    assert "octo-repo#\u200b7" in pull["body"] and "https:\u200b//github.com" in pull["body"]

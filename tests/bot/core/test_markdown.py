@@ -31,6 +31,22 @@ def test_inert_defuses_mentions_issue_links_html_and_fence_openers():
     assert inert("mail me at dev@example.com") == "mail me at dev@example.com"
 
 
+def test_inert_defuses_cross_repository_references_and_bare_urls():
+    """`o/r#7` and an issue's URL cross-reference it like `#7` does, and after "fixes" in a draft PR's
+    body they close it when the PR merges; a bare URL or `www.` host is a link GitHub makes by itself."""
+    text = inert("Fixes octo-org/octo-repo#7, closes https://github.com/octo-org/octo-repo/issues/8, GH-9, "
+                 "see www.evil.example")
+    assert re.search(r"#\d|://|GH-\d|(?<![\w.-])www\.", text) is None
+    assert text.replace("\u200b", "") == ("Fixes octo-org/octo-repo#7, closes https://github.com/octo-org/"
+                                          "octo-repo/issues/8, GH-9, see www.evil.example")
+
+
+@given(st.text())
+def test_inert_text_holds_no_live_reference_or_autolink(text):
+    escaped = inert(text)
+    assert re.search(r"#\d|://|(?<![\w-])GH-\d|(?<![\w.-])www\.", escaped, re.IGNORECASE) is None
+
+
 def test_inert_line_is_one_bounded_line_safe_in_a_table():
     line = inert_line("a | b\n" * 100, limit=50)
     assert "\n" not in line and len(line) <= 60 and "\\|" in line
