@@ -6,6 +6,9 @@ until the host's disk is full, and every other job on the runner would fail with
 run is on, a thread reads the free space of the filesystems those directories are on (`statvfs`,
 a constant-time call) every `POLL_S`, and the run is killed (limit `disk`) once it has taken more
 than its `max_disk_bytes`, or once the disk is nearly full and this run has been writing to it.
+Files are counted too (`max_disk_files`, the free inodes `statvfs` reports): empty files take
+no bytes, and a run creating ~20,000 a second ran ext4 out of inodes (every job on the host then
+fails to create a file) long before it wrote its byte cap.
 The drop in free space is the filesystem's, so another job's writes count too: the cap is a
 guard for the host, generous beside what a repro needs (Inductor's cache of a model is megabytes).
 """
@@ -20,12 +23,16 @@ POLL_S = 0.5
 MiB, GiB = 1 << 20, 1 << 30
 RESERVE_BYTES = 1 * GiB  # a disk with less than this free is nearly full, whatever its size
 NEARLY_FULL_MIN_USE = 256 * MiB  # a run is blamed for a nearly full disk only once it wrote this much
+RESERVE_FILES = 100_000  # a filesystem with fewer free inodes than this is nearly out of them
+NEARLY_FULL_MIN_FILES = 10_000  # a run is blamed for that only once it made this many
 
 
 @dataclass(frozen=True)
 class Space:
     free: int
     total: int
+    files_free: int = 0  # free inodes (0 with `files_total` 0: a filesystem that does not count them)
+    files_total: int = 0
 
 
 def space(path: str) -> Space | None:
@@ -33,22 +40,28 @@ def space(path: str) -> Space | None:
         stat = os.statvfs(path)
     except OSError:
         return None
-    return Space(stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize)
+    return Space(stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize, stat.f_favail, stat.f_files)
 
 
-def over(start: Space, now: Space, cap: int) -> bool:
-    """Whether the run has taken too much: more than `cap` since it started, or enough to count while
-    the disk is nearly full (pure: the decision apart from the polling)."""
+def over(start: Space, now: Space, cap: int, max_files: int | None = None) -> bool:
+    """Whether the run has taken too much: more than `cap` bytes or `max_files` inodes since it
+    started, or enough of either to count while the disk is nearly full of it (pure: the decision
+    apart from the polling). `cap` 0 or `max_files` None: that measure is not capped."""
     used = start.free - now.free
-    nearly_full = now.free < RESERVE_BYTES
-    return used > cap or (nearly_full and used > NEARLY_FULL_MIN_USE)
+    if cap and (used > cap or (now.free < RESERVE_BYTES and used > NEARLY_FULL_MIN_USE)):
+        return True
+    if not max_files or not now.files_total:  # no cap, or a filesystem without an inode count (btrfs)
+        return False
+    files = start.files_free - now.files_free
+    return files > max_files or (now.files_free < RESERVE_FILES and files > NEARLY_FULL_MIN_FILES)
 
 
 class DiskWatch:
     """Polls the filesystems of `paths` until stopped; calls `on_exceed` once when `over`."""
 
-    def __init__(self, paths: Iterable[str], cap: int, on_exceed: Callable[[], None], poll_s: float = POLL_S):
-        self.cap, self.on_exceed, self.poll_s = cap, on_exceed, poll_s
+    def __init__(self, paths: Iterable[str], cap: int, on_exceed: Callable[[], None], poll_s: float = POLL_S,
+                 max_files: int | None = None):
+        self.cap, self.max_files, self.on_exceed, self.poll_s = cap, max_files, on_exceed, poll_s
         self.starts = self._by_device(paths)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="disk-watch", daemon=True)
@@ -81,11 +94,12 @@ class DiskWatch:
         while not self._stop.wait(self.poll_s):
             for path, start in self.starts.items():
                 now = space(path)
-                if now is not None and over(start, now, self.cap):
+                if now is not None and over(start, now, self.cap, self.max_files):
                     self.on_exceed()
                     return
 
 
-def watch_run(paths: Iterable[str | None], cap: int | None, on_exceed: Callable[[], None]) -> DiskWatch:
-    """A DiskWatch of the run's host directories (none when the spec sets no cap)."""
-    return DiskWatch([p for p in paths if p] if cap else [], cap or 0, on_exceed)
+def watch_run(paths: Iterable[str | None], cap: int | None, on_exceed: Callable[[], None],
+              max_files: int | None = None) -> DiskWatch:
+    """A DiskWatch of the run's host directories (none when the spec caps neither bytes nor files)."""
+    return DiskWatch([p for p in paths if p] if cap or max_files else [], cap or 0, on_exceed, max_files=max_files)

@@ -53,6 +53,7 @@ class RunSpec:
     max_processes: int | None = 4096
     max_file_bytes: int | None = 8 * GiB  # any one file the run writes (RLIMIT_FSIZE)
     max_disk_bytes: int | None = 16 * GiB  # all it adds to the host's disk (workdir, job cache): runners/disk_watch.py
+    max_disk_files: int | None = 1_000_000  # files (inodes) it adds there: empty files take no bytes, but inodes run out
     memory_bytes: int | None = 64 * GiB  # the whole run's memory, only where a cgroup v2 enforces it
     tmp_bytes: int = 2 * GiB  # size of the run's private /tmp and of its /dev/shm (both tmpfs, in RAM)
     unsafe_no_sandbox: bool = False  # without bubblewrap: run anyway with weaker isolation (RunResult.sandbox says so)

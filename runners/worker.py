@@ -334,7 +334,8 @@ class WarmWorker:
         evidence = sandbox.start_evidence_reader(ev_r)
         job_cache = str(self.caches_dir / request["cache_dir"]) if request.get("cache_dir") else None
         try:
-            with watch_run((str(prepared.workdir), job_cache), spec.max_disk_bytes, disk_taken):
+            with watch_run((str(prepared.workdir), job_cache), spec.max_disk_bytes, disk_taken,
+                           max_files=spec.max_disk_files):
                 done = self._await_done(spec, started, limits)
         finally:
             with self._send_lock:

@@ -18,6 +18,16 @@ for i in range(512):
 print("wrote it all")
 """
 
+# empty files: no bytes to speak of, only inodes (ends by itself after 200,000 of them)
+EMPTY_FILES = """
+import os
+os.mkdir("d")
+fd = os.open("d", os.O_RDONLY)
+for n in range(200_000):
+    os.close(os.open(str(n), os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+print("made them all")
+"""
+
 
 def test_a_run_is_over_once_it_took_its_cap_or_a_nearly_full_disk_and_not_for_the_disks_own_state():
     start = Space(free=100 * GiB, total=200 * GiB)
@@ -26,6 +36,25 @@ def test_a_run_is_over_once_it_took_its_cap_or_a_nearly_full_disk_and_not_for_th
     nearly_full = Space(free=1 * GiB, total=200 * GiB)
     assert not over(nearly_full, Space(1 * GiB - 10 * MiB, 200 * GiB), cap=2 * GiB)  # it was full before
     assert over(nearly_full, Space(1 * GiB - 300 * MiB, 200 * GiB), cap=2 * GiB)
+
+
+def test_a_run_is_over_once_it_took_its_inode_cap_or_a_nearly_exhausted_inode_table():
+    start = Space(free=100 * GiB, total=200 * GiB, files_free=10_000_000, files_total=16_000_000)
+    assert not over(start, Space(100 * GiB, 200 * GiB, 9_500_000, 16_000_000), cap=2 * GiB, max_files=1_000_000)
+    assert over(start, Space(100 * GiB, 200 * GiB, 8_900_000, 16_000_000), cap=2 * GiB, max_files=1_000_000)
+    nearly_out = Space(free=100 * GiB, total=200 * GiB, files_free=120_000, files_total=16_000_000)
+    assert over(nearly_out, Space(100 * GiB, 200 * GiB, 90_000, 16_000_000), cap=2 * GiB, max_files=1_000_000)
+    already_out = Space(free=100 * GiB, total=200 * GiB, files_free=95_000, files_total=16_000_000)
+    assert not over(already_out, Space(100 * GiB, 200 * GiB, 90_000, 16_000_000), cap=2 * GiB, max_files=1_000_000)
+    # a filesystem that reports no inode count (btrfs: f_files 0) is judged on bytes alone
+    assert not over(Space(100 * GiB, 200 * GiB), Space(100 * GiB, 200 * GiB), cap=2 * GiB, max_files=10)
+
+
+def test_a_cold_run_making_empty_files_past_its_file_cap_is_killed(tmp_path):
+    """Inodes run out before bytes: 200,000 empty files took 9 MiB of ext4 and no byte cap fired."""
+    result = run(RunSpec(script=EMPTY_FILES, max_disk_files=20_000, cache_dir=str(tmp_path / "job")))
+    assert result.status == "limit" and "disk" in result.limits_fired and "made them all" not in result.stdout
+    assert result.signal is None
 
 
 def test_a_cold_run_writing_past_its_disk_cap_is_killed(tmp_path):
@@ -40,3 +69,5 @@ def test_a_warm_run_writing_past_its_disk_cap_is_killed_and_the_worker_serves_on
         result = warm.run(RunSpec(script=FILL, max_disk_bytes=64 * MiB, cache_dir=str(tmp_path / "job")))
         assert result.warm and "disk" in result.limits_fired and "wrote it all" not in result.stdout
         assert warm.run(RunSpec(script="print('next')")).stdout == "next\n"
+        result = warm.run(RunSpec(script=EMPTY_FILES, max_disk_files=20_000, cache_dir=str(tmp_path / "job")))
+        assert result.warm and "disk" in result.limits_fired and "made them all" not in result.stdout
