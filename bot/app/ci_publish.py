@@ -7,13 +7,13 @@ comments to write with what text in `plan_ci_comments` (pure).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from bot.app.github import Comment, GitHub, WorkflowRun
 from bot.core.classify import Classifier
-from bot.pipeline.ci_failure import (CI_MARKER, FAILED_CONCLUSIONS, CiFailureReport, JobLog, analyze_run,
-                                     merge_earlier_runs, render_ci_comment)
+from bot.pipeline.ci_failure import (CI_MARKER, CI_STATE_OPEN, FAILED_CONCLUSIONS, CiFailureReport, JobFinding,
+                                     JobLog, analyze_run, merge_earlier_runs, render_ci_comment)
 
 if TYPE_CHECKING:
     from bot.app.context import JobStore
@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("pt2_triage.ci_watch")
 
 MAX_JOBS_ANALYZED = 20  # a run with 200 failed shards is one breakage; 20 logs are plenty to name it
+MAX_COMMENT_CHARS = 65_536  # GitHub refuses a longer comment body (422), and the comment is lost
+CUT_NOTE = "\n\n_(comment cut to GitHub's size limit; the jobs' logs have the rest)_\n"
 
 
 @dataclass(frozen=True)
@@ -88,12 +90,57 @@ def plan_ci_comments(report: CiFailureReport, previous: Mapping[int, Comment | N
     for target, key in comment_targets(report):
         if target == "pr":
             found = previous.get(int(key))
-            body = render_ci_comment(merge_earlier_runs(report, found.body if found else None), bot_name)
+            body = fitted_ci_comment(merge_earlier_runs(report, found.body if found else None), bot_name)
             known_id = found.id if found else known.get(f"pr:{key}")
         else:
-            body, known_id = render_ci_comment(report, bot_name), known.get(f"commit:{key}")
+            body, known_id = fitted_ci_comment(report, bot_name), known.get(f"commit:{key}")
         planned.append(CiComment(report.repo, target, key, body, known_id))
     return tuple(planned)
+
+
+def shortened(report: CiFailureReport, excerpt_chars: int, earlier_runs: int, detailed: int) -> CiFailureReport:
+    """The report with less to show: each log excerpt cut to its last `excerpt_chars`, the earlier runs
+    to the newest `earlier_runs`, and the PT2 jobs after the first `detailed` down to their table row
+    (their excerpt, distinct failures and repro command dropped; the state keeps each job's first test)."""
+    findings, shown = [], 0
+    for finding in report.findings:
+        if finding.is_pt2:
+            shown += 1
+            finding = _shown_briefly(finding, excerpt_chars if shown <= detailed else 0, shown <= detailed)
+        findings.append(finding)
+    return replace(report, findings=tuple(findings), earlier_runs=report.earlier_runs[:earlier_runs])
+
+
+def _shown_briefly(finding: JobFinding, excerpt_chars: int, detailed: bool) -> JobFinding:
+    excerpt = finding.excerpt[-excerpt_chars:] if excerpt_chars else ""
+    if detailed:
+        return replace(finding, excerpt=excerpt, failures=finding.failures[:5], failing_tests=finding.failing_tests[:6])
+    return replace(finding, excerpt=excerpt, failures=(), failing_tests=finding.failing_tests[:1], repro_command=None)
+
+
+# Tried in order until the comment fits: the whole report first, then less of each run's logs,
+# fewer earlier runs, and fewer jobs in detail (a run whose 20 shards all fail with one compiler
+# error is one breakage: its first jobs show it).
+SHRINK_STEPS: tuple[Callable[[CiFailureReport], CiFailureReport], ...] = (
+    lambda report: report,
+    lambda report: shortened(report, 2_000, 5, 5),
+    lambda report: shortened(report, 1_000, 2, 3),
+    lambda report: shortened(report, 0, 0, 1),
+)
+
+
+def fitted_ci_comment(report: CiFailureReport, bot_name: str = "pt2-triage",
+                      max_chars: int = MAX_COMMENT_CHARS) -> str:
+    """`render_ci_comment` within GitHub's comment limit: a run with many failed PT2 jobs, each with
+    its excerpt, and ten earlier runs is longer than GitHub takes, and then no comment is posted at
+    all. Shortened step by step (SHRINK_STEPS), and as a last resort cut, its hidden state kept."""
+    for shrink in SHRINK_STEPS:
+        body = render_ci_comment(shrink(report), bot_name)
+        if len(body) <= max_chars:
+            return body
+    start = body.rfind(CI_STATE_OPEN)
+    visible, state = (body[:start], body[start:]) if start >= 0 else (body, "")
+    return visible[: max(max_chars - len(CUT_NOTE) - len(state), 0)] + CUT_NOTE + state
 
 
 def previous_comments(gh: GitHub, report: CiFailureReport) -> dict[int, Comment | None]:

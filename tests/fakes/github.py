@@ -255,6 +255,8 @@ class FakeGitHub(RepositoryRoutes):
                 return template, failure.status, failure.headers, failure.body
         if handler is None:
             return None, 404, {}, {"message": f"Not Found (the fake has no route for {method} {path})"}
+        if too_long := _body_too_long(method, template, payload):
+            return template, 422, {}, too_long
         status, headers, answer = handler(self, match, query, payload)
         if listed is not None and status == 200:
             return (template, *self._page(path, query, answer, listed))
@@ -329,3 +331,19 @@ def _absent(default):
     return [] if isinstance(default, list) else copy.deepcopy(default)
 
 
+MAX_BODY_CHARS = 65_536  # GitHub's limit on a comment's, a pull request's or an issue's body
+LIMITED_BODIES = {("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+                  ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
+                  ("POST", "/repos/{owner}/{repo}/commits/{commit_sha}/comments"),
+                  ("PATCH", "/repos/{owner}/{repo}/comments/{comment_id}"),
+                  ("POST", "/repos/{owner}/{repo}/pulls"), ("PATCH", "/repos/{owner}/{repo}/pulls/{pull_number}")}
+
+
+def _body_too_long(method: str, template: str | None, payload) -> dict | None:
+    """GitHub's 422 for a body over its limit (in characters), or None."""
+    body = payload.get("body") if isinstance(payload, dict) else None
+    if (method, template) not in LIMITED_BODIES or not isinstance(body, str) or len(body) <= MAX_BODY_CHARS:
+        return None
+    return {"message": "Validation Failed", "documentation_url": "https://docs.github.com/rest",
+            "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                        "message": f"body is too long (maximum is {MAX_BODY_CHARS} characters)"}]}
