@@ -28,10 +28,17 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from bot.core.markdown import code_span, inert_line
+
 CONFIG_PATH = ".github/pt2-triage.yml"
 AUTO_SUGGEST = ("off", "comment", "label")
 COMMAND_ALLOW = ("write", "users")
 DEVICES = ("cpu", "gpu")
+# The problems are posted as a comment: each quotes at most SHOWN_CHARS of what the file says, and
+# at most MAX_PROBLEMS are listed, so no file makes a notice longer than GitHub takes (a refused
+# notice would fail every job of the repository until the file is fixed).
+SHOWN_CHARS = 60
+MAX_PROBLEMS = 20
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,20 @@ def parse_repo_config(text: str | None, categories: frozenset[str] | set[str] = 
         return ConfigResult(RepoConfig(), (f"{CONFIG_PATH} must be a mapping of settings, not {type(doc).__name__}",))
     reader = _Reader(doc, categories)
     config = reader.read()
-    return ConfigResult(config, tuple(reader.problems))
+    problems = reader.problems
+    if len(problems) > MAX_PROBLEMS:
+        problems = problems[:MAX_PROBLEMS] + [f"and {len(problems) - MAX_PROBLEMS} more problems"]
+    return ConfigResult(config, tuple(problems))
+
+
+def _setting(name: object) -> str:
+    """A setting's name as the file spells it, in code, bounded."""
+    return code_span(str(name)[:SHOWN_CHARS])
+
+
+def _shown(value: object) -> str:
+    """A value from the file, as Python writes it, on one line, bounded and inert."""
+    return inert_line(repr(value), SHOWN_CHARS)
 
 
 class _Reader:
@@ -114,7 +134,7 @@ class _Reader:
         if value is None:
             return {}
         if not isinstance(value, dict):
-            self.problems.append(f"`{name}` must be a mapping (with keys {', '.join(sorted(keys))})")
+            self.problems.append(f"{_setting(name)} must be a mapping (with keys {', '.join(sorted(keys))})")
             return {}
         self._unknown(value, keys, f"{name}.")
         return value
@@ -122,8 +142,8 @@ class _Reader:
     def _unknown(self, mapping: dict, known: set[str], prefix: str) -> None:
         for key in mapping:
             if key not in known:
-                hint = f"; did you mean `{prefix}{key.replace('-', '_')}`?" if str(key).replace("-", "_") in known else ""
-                self.problems.append(f"unknown setting `{prefix}{key}`{hint} (known: {', '.join(sorted(known))})")
+                hint = f"; did you mean `{prefix}{str(key).replace('-', '_')}`?" if str(key).replace("-", "_") in known else ""
+                self.problems.append(f"unknown setting {_setting(f'{prefix}{key}')}{hint} (known: {', '.join(sorted(known))})")
 
     def _string(self, mapping: dict, key: str, default, prefix: str = ""):
         value = mapping.get(key, default)
@@ -136,7 +156,7 @@ class _Reader:
         value = mapping.get(key, default)
         if isinstance(value, bool):
             return value
-        self.problems.append(f"`{prefix}{key}` must be true or false, not {value!r}")
+        self.problems.append(f"`{prefix}{key}` must be true or false, not {_shown(value)}")
         return default
 
     def _choice(self, mapping: dict, key: str, choices: tuple[str, ...], default: str, prefix: str = "") -> str:
@@ -145,7 +165,7 @@ class _Reader:
             return "off"
         if isinstance(value, str) and value.lower() in choices:
             return value.lower()
-        self.problems.append(f"`{prefix}{key}` must be one of {', '.join(choices)}, not {value!r}")
+        self.problems.append(f"`{prefix}{key}` must be one of {', '.join(choices)}, not {_shown(value)}")
         return default
 
     def _strings(self, mapping: dict, key: str, prefix: str) -> tuple[str, ...]:
@@ -165,13 +185,13 @@ class _Reader:
         files = {}
         for category, path in value.items():
             if self.categories and category not in self.categories:
-                self.problems.append(f"`test_files.{category}`: unknown category (known: {', '.join(sorted(self.categories))})")
+                self.problems.append(f"{_setting(f'test_files.{category}')}: unknown category (known: {', '.join(sorted(self.categories))})")
             elif not isinstance(path, str) or not path.endswith(".py") or path.startswith("/") or ".." in path.split("/"):
-                self.problems.append(f"`test_files.{category}` must be a relative path to a .py file, not {path!r}")
+                self.problems.append(f"{_setting(f'test_files.{category}')} must be a relative path to a .py file, not {_shown(path)}")
             else:
                 files[category] = path
         return files
 
 
 def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:300]
+    return inert_line(str(exc), 300)

@@ -71,3 +71,28 @@ def test_who_may_run_commands_and_which_workflows_are_watched():
     assert config.watches("trunk", "trunk.yml") and config.watches("Pull", "pull.yml")
     assert not config.watches("nightly", "nightly.yml") and RepoConfig().watches("anything", "any.yml")
     assert not RepoConfig(ci_watch=False).watches("trunk", "trunk.yml")
+
+
+def test_a_problem_quotes_the_file_briefly_and_inertly():
+    result = parse_repo_config("draft_pr: '@octo-org/everyone " + "x" * 70_000 + "'\n\"`odd`\": 1\n", CATEGORIES)
+    key_problem, bool_problem = result.problems
+    assert len(bool_problem) < 200 and "@octo-org" not in bool_problem and "@\u200bocto-org" in bool_problem
+    assert key_problem.startswith("unknown setting `` `odd` ``")
+
+
+def test_a_file_of_many_mistakes_lists_a_bounded_number():
+    result = parse_repo_config("".join(f"typo_{i}: 1\n" for i in range(5_000)), CATEGORIES)
+    assert len(result.problems) == 21 and result.problems[-1] == "and 4980 more problems"
+
+
+def test_a_config_with_a_long_mistake_still_gets_its_notice_and_the_triage_runs(app, deliver, fake):
+    """The notice used to quote the whole value: GitHub refused the comment (422), and every job of
+    the repository failed on it, so one pasted value silenced the bot until the file was fixed."""
+    from .conftest import drain
+
+    fake.files[("main", ".github/pt2-triage.yml")] = "draft_pr: " + "x" * 70_000 + "\n"
+    deliver("issues_labeled")
+    drain(app)
+    assert [e for e in fake.exchanges if e.status == 422] == [] and len(fake.dispatches) == 1
+    [notice] = [c for c in fake.comments_on(12) if "has a problem" in c["body"]]
+    assert len(notice["body"]) < 1_000
