@@ -94,8 +94,9 @@ class RepositoryRoutes:
         login = unquote(match.group(1))
         if login not in self.permissions:
             return 404, {}, {"message": "Not Found"}
-        role = self.permissions[login]
-        legacy = {"maintain": "write", "triage": "read"}.get(role, role)
+        role = self.permissions[login]  # a base role, or (a custom role's name, the base role it extends)
+        role, base = role if isinstance(role, tuple) else (role, role)
+        legacy = {"maintain": "write", "triage": "read"}.get(base, base)
         return 200, {}, {"permission": legacy, "role_name": role, "user": {"login": login}}
 
     def _run(self, match, query, payload):

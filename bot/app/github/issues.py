@@ -11,6 +11,8 @@ from bot.app.github.transport import RestClient, parse_repo
 
 log = logging.getLogger("pt2_triage.github")
 
+BASE_ROLES = ("admin", "maintain", "write", "triage", "read")
+
 
 def is_marked_bot_comment(item: dict, marker: str, bot_login: str | None = None) -> bool:
     """Ours: its body starts with the marker (every marked template writes it as its first line) and
@@ -106,12 +108,15 @@ class IssuesApi(RestClient):
                      json={"content": content})
 
     def permission(self, repo: str, username: str) -> str:
-        """admin | maintain | write | triage | read | none (the role, where GitHub names one)."""
+        """admin | maintain | write | triage | read | none: the user's role, or for an organization's
+        custom role (whose `role_name` is the name the organization gave it) the base permission it
+        extends (`permission`: admin, write, read or none)."""
         try:
             data = self.json("GET", f"/repos/{parse_repo(repo)}/collaborators/{quote(username, safe='')}/permission")
         except NotFound:
             return "none"
-        return data.get("role_name") or data.get("permission") or "none"
+        role = data.get("role_name")
+        return role if role in BASE_ROLES else (data.get("permission") or "none")
 
     # -- commits and their comments (CI failures with no PR)
 

@@ -100,3 +100,13 @@ def test_job_log_keeps_the_tail_of_a_huge_log(gh, fake):
     download = gh.job_log(REPO, 77, max_bytes=1000)
     assert download.content.endswith(b"RuntimeError: the end\n") and len(download.content) == 1000
     assert download.dropped_bytes == len(fake.logs[77]) - 1000
+
+
+def test_a_custom_roles_permission_is_the_base_role_it_extends(gh, fake):
+    """An organization's custom role comes back as `role_name: <its name>`: read as a role, it was no
+    write access, and its members' commands were refused whatever the role grants."""
+    fake.permissions.update({"carol": ("release-engineer", "write"), "dave": ("bug-wrangler", "triage"),
+                             "erin": "maintain"})
+    assert gh.permission(REPO, "carol") == "write"
+    assert gh.permission(REPO, "dave") == "read"
+    assert gh.permission(REPO, "erin") == "maintain" and gh.permission(REPO, "nobody") == "none"
