@@ -11,6 +11,11 @@ no bytes, and a run creating ~20,000 a second ran ext4 out of inodes (every job 
 fails to create a file) long before it wrote its byte cap.
 The drop in free space is the filesystem's, so another job's writes count too: the cap is a
 guard for the host, generous beside what a repro needs (Inductor's cache of a model is megabytes).
+
+A job's cache outlives each of its runs, so the caps are the job's, not each run's: a run starts
+with what its job's cache already holds (`held`, a walk that stops once past the caps) taken off
+them, and a run whose job's cache is already past them is stopped at once. Each run starting with
+the whole cap, a minimization's hundred runs could each leave 16 GiB there.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ import os
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
+
+from .safefs_beneath import _open_subdir, open_dir
 
 POLL_S = 0.5
 MiB, GiB = 1 << 20, 1 << 30
@@ -56,12 +63,45 @@ def over(start: Space, now: Space, cap: int, max_files: int | None = None) -> bo
     return files > max_files or (now.files_free < RESERVE_FILES and files > NEARLY_FULL_MIN_FILES)
 
 
+def held(root: str, max_bytes: int | None, max_files: int | None) -> tuple[int, int]:
+    """(bytes of disk, entries) under directory `root` (a job's cache, which its runs wrote), walked
+    without following a symlink and no further than needed to tell that one of the caps is passed."""
+    used = files = 0
+    try:
+        stack = [open_dir(root)]
+    except OSError:
+        return 0, 0
+    try:
+        while stack:
+            fd = stack.pop()
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        files += 1
+                        try:
+                            used += entry.stat(follow_symlinks=False).st_blocks * 512
+                            child = _open_subdir(entry.name, fd) if entry.is_dir(follow_symlinks=False) else None
+                        except OSError:
+                            child = None
+                        if child is not None:
+                            stack.append(child)
+                        if (max_bytes and used > max_bytes) or (max_files and files > max_files):
+                            return used, files
+            finally:
+                os.close(fd)
+    finally:
+        for fd in stack:
+            os.close(fd)
+    return used, files
+
+
 class DiskWatch:
-    """Polls the filesystems of `paths` until stopped; calls `on_exceed` once when `over`."""
+    """Polls the filesystems of `paths` until stopped; calls `on_exceed` once when `over` (at once,
+    without polling, when `spent`: the job had used its caps before the run started)."""
 
     def __init__(self, paths: Iterable[str], cap: int, on_exceed: Callable[[], None], poll_s: float = POLL_S,
-                 max_files: int | None = None):
-        self.cap, self.max_files, self.on_exceed, self.poll_s = cap, max_files, on_exceed, poll_s
+                 max_files: int | None = None, spent: bool = False):
+        self.cap, self.max_files, self.on_exceed, self.poll_s, self.spent = cap, max_files, on_exceed, poll_s, spent
         self.starts = self._by_device(paths)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="disk-watch", daemon=True)
@@ -91,6 +131,9 @@ class DiskWatch:
             self._thread.join(timeout=5)
 
     def _watch(self) -> None:
+        if self.spent:
+            self.on_exceed()
+            return
         while not self._stop.wait(self.poll_s):
             for path, start in self.starts.items():
                 now = space(path)
@@ -100,6 +143,14 @@ class DiskWatch:
 
 
 def watch_run(paths: Iterable[str | None], cap: int | None, on_exceed: Callable[[], None],
-              max_files: int | None = None) -> DiskWatch:
-    """A DiskWatch of the run's host directories (none when the spec caps neither bytes nor files)."""
-    return DiskWatch([p for p in paths if p] if cap or max_files else [], cap or 0, on_exceed, max_files=max_files)
+              max_files: int | None = None, job_cache: str | None = None) -> DiskWatch:
+    """A DiskWatch of the run's host directories (none when the spec caps neither bytes nor files),
+    whose caps are what `job_cache` (the job's cache, kept between its runs) leaves of them."""
+    paths = [p for p in paths if p] if cap or max_files else []
+    spent = False
+    if paths and job_cache:
+        used, files = held(job_cache, cap, max_files)
+        spent = bool((cap and used >= cap) or (max_files and files >= max_files))
+        cap = cap and max(cap - used, 1)
+        max_files = max_files and max(max_files - files, 1)
+    return DiskWatch(paths, cap or 0, on_exceed, max_files=max_files, spent=spent)

@@ -244,7 +244,7 @@ def _execute(spec: RunSpec, prepared: Prepared) -> RunResult:
     proc.stdout.close()
     proc.stderr.close()
     with watch_run((str(prepared.workdir), spec.cache_dir), spec.max_disk_bytes, disk_taken,
-                   max_files=spec.max_disk_files):
+                   max_files=spec.max_disk_files, job_cache=spec.cache_dir):
         status, usage = _wait(proc, spec.timeout_s, limits, grace_s=0 if prepared.sandboxed else TERM_GRACE_S)
     signal_group(proc.pid, signal.SIGKILL)  # anything the script left behind in its group
     reported = _read_status(started_run.status_fd)

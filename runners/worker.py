@@ -335,7 +335,7 @@ class WarmWorker:
         job_cache = str(self.caches_dir / request["cache_dir"]) if request.get("cache_dir") else None
         try:
             with watch_run((str(prepared.workdir), job_cache), spec.max_disk_bytes, disk_taken,
-                           max_files=spec.max_disk_files):
+                           max_files=spec.max_disk_files, job_cache=job_cache):
                 done = self._await_done(spec, started, limits)
         finally:
             with self._send_lock:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from runners.disk_watch import GiB, MiB, Space, over
+from runners.disk_watch import GiB, MiB, Space, held, over
 from runners.sandbox import RunSpec, run
 from runners.worker import WarmWorker
 
@@ -57,6 +57,43 @@ def test_a_cold_run_making_empty_files_past_its_file_cap_is_killed(tmp_path):
     assert result.signal is None
 
 
+# what one run of a job adds to the job's cache, which outlives the run
+ADD_TO_CACHE = """
+import os, time
+n = len(os.listdir("/cache"))
+for i in range(40):
+    with open(f"/cache/blob{n}-{i}", "wb") as f:
+        f.write(b"x" * (1 << 20))
+    time.sleep(0.05)
+print("added 40 MiB")
+"""
+
+
+def test_the_disk_caps_are_the_jobs_not_each_runs(tmp_path):
+    """Each run started with the whole cap, so a job's runs could leave cap after cap in its cache
+    (three runs of 40 MiB under a 64 MiB cap left 120 MiB)."""
+    job = str(tmp_path / "job")
+    first = run(RunSpec(script=ADD_TO_CACHE, cache_dir=job, max_disk_bytes=64 * MiB))
+    assert first.status == "ok", first.stderr
+    second = run(RunSpec(script=ADD_TO_CACHE, cache_dir=job, max_disk_bytes=64 * MiB))
+    assert "disk" in second.limits_fired and "added" not in second.stdout
+    (tmp_path / "job" / "more").write_bytes(b"x" * (30 * MiB))  # the cache is now past the cap
+    third = run(RunSpec(script="import time; time.sleep(10); print('ran')", cache_dir=job, max_disk_bytes=64 * MiB))
+    assert "disk" in third.limits_fired and "ran" not in third.stdout and third.duration_s < 8
+
+
+def test_what_a_job_cache_holds_is_walked_without_following_links(tmp_path):
+    (tmp_path / "cache" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "cache" / "a" / "b" / "f").write_bytes(b"x" * (1 << 20))
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "big").write_bytes(b"x" * (8 << 20))
+    (tmp_path / "cache" / "link").symlink_to(tmp_path / "elsewhere")
+    used, files = held(str(tmp_path / "cache"), 64 * MiB, 1000)
+    assert files == 4 and MiB <= used < 2 * MiB
+    assert held(str(tmp_path / "cache"), 64 * MiB, 2)[1] == 3  # stops once past a cap
+    assert held(str(tmp_path / "missing"), 64 * MiB, 2) == (0, 0)
+
+
 def test_a_cold_run_writing_past_its_disk_cap_is_killed(tmp_path):
     result = run(RunSpec(script=FILL, max_disk_bytes=64 * MiB, cache_dir=str(tmp_path / "job")))
     assert result.status == "limit" and "disk" in result.limits_fired and "wrote it all" not in result.stdout
@@ -69,5 +106,8 @@ def test_a_warm_run_writing_past_its_disk_cap_is_killed_and_the_worker_serves_on
         result = warm.run(RunSpec(script=FILL, max_disk_bytes=64 * MiB, cache_dir=str(tmp_path / "job")))
         assert result.warm and "disk" in result.limits_fired and "wrote it all" not in result.stdout
         assert warm.run(RunSpec(script="print('next')")).stdout == "next\n"
-        result = warm.run(RunSpec(script=EMPTY_FILES, max_disk_files=20_000, cache_dir=str(tmp_path / "job")))
+        result = warm.run(RunSpec(script=EMPTY_FILES, max_disk_files=20_000, cache_dir=str(tmp_path / "job2")))
         assert result.warm and "disk" in result.limits_fired and "made them all" not in result.stdout
+        first = warm.run(RunSpec(script=ADD_TO_CACHE, cache_dir=str(tmp_path / "job3"), max_disk_bytes=64 * MiB))
+        second = warm.run(RunSpec(script=ADD_TO_CACHE, cache_dir=str(tmp_path / "job3"), max_disk_bytes=64 * MiB))
+        assert first.status == "ok" and "disk" in second.limits_fired and second.warm
