@@ -5,6 +5,7 @@ followed; walks are loops with their own stacks; what was skipped or refused com
 """
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from dataclasses import dataclass, field
@@ -177,9 +178,12 @@ class _TreeCopy:
 
     def _list(self, source_fd: int) -> list[tuple[str, bool, bool]]:
         try:
-            with os.scandir(source_fd) as listing:
-                return sorted(((e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
-                               for e in listing), reverse=True)
+            with os.scandir(source_fd) as listing:  # no more of a huge directory than the file cap could copy
+                entries = sorted(((e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                                  for e in itertools.islice(listing, self.max_files + 1)), reverse=True)
+                if len(entries) > self.max_files and "caps reached" not in self.notes:
+                    self.notes.append("caps reached")
+                return entries
         except OSError as exc:
             self.notes.append(f"unreadable directory ({exc.strerror})")
             return []
@@ -255,8 +259,9 @@ def find_regular_files(root: str | os.PathLike, name: str | None, max_depth: int
         while stack:
             fd, prefix, depth = stack.pop()
             try:
-                with os.scandir(fd) as entries:
-                    listing = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in entries]
+                with os.scandir(fd) as entries:  # no more than the entries left to look at: a run's directory may hold millions
+                    listing = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                               for e in itertools.islice(entries, max(0, max_entries - seen) + 1)]
             except OSError:
                 listing = []
             for entry_name, is_dir, is_file in listing:

@@ -149,3 +149,25 @@ def test_the_kept_minifier_directory_holds_no_loot(planted, tmp_path):
     assert outcome.repro_source == 'print("minimized")', outcome.minify_run
     assert sorted(p.name for p in kept.iterdir()) == ["minifier_launcher.py", "repro.py"]
     assert outcome.kept.status == "partial" and outcome.kept.skipped == 2
+
+
+def test_finding_files_in_a_huge_directory_reads_no_more_than_its_cap(tmp_path):
+    """find_regular_files listed a whole directory before counting it against `max_entries`: a run's
+    directory of a million empty files cost the trusted side a list of a million entries."""
+    import tracemalloc
+    from runners.safefs import find_regular_files
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    fd = os.open(huge, os.O_RDONLY)
+    try:
+        for n in range(100_000):
+            os.close(os.open(f"x{n:06d}", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+    finally:
+        os.close(fd)
+    tracemalloc.start()
+    try:
+        found = find_regular_files(huge, "minifier_launcher.py", max_entries=1000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == [] and peak < 2 << 20, peak
