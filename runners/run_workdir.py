@@ -65,13 +65,19 @@ def inside_inductor_tmp() -> str:
 
 
 def prepare_job_cache(cache: Path, owner: tuple[int, int] | None) -> None:
-    """A job's cache dir with its `inductor_tmp`, handed to the sandbox uid (as root)."""
+    """A job's cache dir with its `inductor_tmp`, handed to the sandbox uid (as root). The job's
+    earlier runs wrote there: an `inductor_tmp` that is not a plain directory (a link, a file) is
+    theirs to lose, and is replaced by one, never followed (it made every later run of the job raise)."""
     cache.mkdir(parents=True, exist_ok=True)
     fd = safefs.open_dir(cache)
     try:
         if owner:
             os.fchown(fd, *owner)
-        os.close(safefs.open_dir_beneath(fd, JOB_INDUCTOR_TMP, create=True))
+        try:
+            os.close(safefs.open_dir_beneath(fd, JOB_INDUCTOR_TMP, create=True))
+        except safefs.UnsafePath:
+            os.unlink(JOB_INDUCTOR_TMP, dir_fd=fd)  # not a directory: unlinking removes the link, not its target
+            os.close(safefs.open_dir_beneath(fd, JOB_INDUCTOR_TMP, create=True))
         if owner:
             os.chown(JOB_INDUCTOR_TMP, *owner, dir_fd=fd, follow_symlinks=False)
     finally:
@@ -88,6 +94,8 @@ def plant_isa_probes(spec: RunSpec, workdir: Path, owner: tuple[int, int] | None
     fd = safefs.open_dir(spec.cache_dir or workdir)
     try:
         inductor_seed.plant(fd, INDUCTOR_CACHE, files, owner)
+    except safefs.UnsafePath as exc:  # an earlier run of the job left a link on the way: no seed, the run builds its own
+        log.info("sandbox: no ISA probes planted (%s)", exc)
     finally:
         os.close(fd)
 

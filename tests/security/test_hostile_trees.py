@@ -171,3 +171,23 @@ def test_finding_files_in_a_huge_directory_reads_no_more_than_its_cap(tmp_path):
     finally:
         tracemalloc.stop()
     assert found == [] and peak < 2 << 20, peak
+
+
+SWAP_CACHE_DIRS = """
+import os, shutil
+for name in ("inductor_tmp", "inductor_cache"):
+    shutil.rmtree(f"/cache/{name}", ignore_errors=True)
+    os.symlink("/etc", f"/cache/{name}")
+print("swapped")
+"""
+
+
+def test_links_a_run_leaves_in_its_jobs_cache_are_replaced_not_followed_nor_fatal(runner, tmp_path):
+    """A run that swapped its job cache's `inductor_tmp` for a link made every later run of the job
+    raise UnsafePath out of `run` (no result at all) instead of running."""
+    job = tmp_path / "job"
+    first = runner(RunSpec(script=SWAP_CACHE_DIRS, cache_dir=str(job)))
+    assert first.stdout == "swapped\n", first.stderr
+    later = runner(RunSpec(script="import os  # torch\nprint(os.path.isdir('/cache/inductor_tmp'))", cache_dir=str(job)))
+    assert later.status == "ok" and later.stdout == "True\n", later.stderr
+    assert (job / "inductor_tmp").is_dir() and not (job / "inductor_tmp").is_symlink()
