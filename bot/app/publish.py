@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("pt2_triage.publish")
 
 BRANCH_TEMPLATE = "pt2-triage/issue-{number}"
+# Every commit the App makes on the test branch says this: the test holds a stranger's repro, and a push
+# or PR made with an installation token starts the repository's `push` and `pull_request` workflows,
+# which on a branch of the repository itself may read its secrets. GitHub skips those workflows for a
+# push, and for a PR whose head commit, carries it; a maintainer starts CI after reading the test.
+SKIP_CI = "[skip ci]"
 HUMAN_OVERRIDE_RULE = "human override"
 # A test file is committed only at a plain relative .py path of these characters, with no `.`, `..` or
 # empty segment: it becomes part of a contents-API URL, and `..` there would reach another repository.
@@ -138,12 +143,19 @@ def plan_test_change(report: TriageReport, issue_number: int, target_path: str |
     return TestChange(new_test_path(report, issue_number), test.file_source, False)
 
 
+def commit_message(change: TestChange, issue_number: int) -> str:
+    """The test commit's message, always with SKIP_CI: the first commit and every re-run's update alike,
+    so the PR's head commit never starts CI with code no maintainer has read."""
+    verb = "Add" if not change.added_to_existing else "Add a test to"
+    return f"{verb} {change.path}: regression test for #{int(issue_number)} (pt2-triage) {SKIP_CI}"
+
+
 def pull_request_text(report: TriageReport, issue_number: int, change: TestChange, ruleset: Ruleset) -> tuple[str, str]:
     category = ruleset.categories[report.classification.category]
     test = report.regression_test
     title = f"[pt2-triage] Regression test for #{int(issue_number)}: {inert_line(category.title, 80)}"
     body = render("draft_pr.md.j2", report=report, issue_number=int(issue_number), change=change, test=test,
-                  category=category, inert_line=inert_line, quoted=quoted)
+                  category=category, skip_ci=SKIP_CI, inert_line=inert_line, quoted=quoted)
     return title, body
 
 
@@ -153,7 +165,8 @@ def open_draft_pull(gh: GitHub, repo: str, issue_number: int, report: TriageRepo
                     test_file: str | None = None) -> tuple[PullRequest | None, str | None]:
     """Branch `pt2-triage/issue-N` from the default branch, the test committed, one draft PR.
 
-    A rerun commits onto the same branch (only when the file changed) and edits the same PR.
+    A rerun commits onto the same branch (only when the file changed) and edits the same PR. Every
+    commit carries SKIP_CI (`commit_message`), and the PR body says why CI did not start.
     Returns (PR, None) or (None, the reason there is none).
     """
     refusal = draft_pull_refusal(report, test_file)
@@ -169,9 +182,7 @@ def open_draft_pull(gh: GitHub, repo: str, issue_number: int, report: TriageRepo
     if base_sha is None:
         return None, f"the default branch {base} has no head commit"
     gh.ensure_branch(repo, branch, base_sha)
-    verb = "Add" if not change.added_to_existing else "Add a test to"
-    gh.put_file(repo, change.path, change.text, branch,
-                f"{verb} {change.path}: regression test for #{int(issue_number)} (pt2-triage)")
+    gh.put_file(repo, change.path, change.text, branch, commit_message(change, issue_number))
     title, body = pull_request_text(report, issue_number, change, ruleset)
     return gh.upsert_draft_pull(repo, branch, base, title, body), None
 

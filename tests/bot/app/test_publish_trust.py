@@ -10,9 +10,12 @@ from dataclasses import replace
 
 import pytest
 
-from bot.app.publish import SUGGESTED_PATH_PREFIXES, draft_pull_refusal, unsafe_test_path
+from bot.app.github import GitHub, StaticToken
+from bot.app.publish import SUGGESTED_PATH_PREFIXES, draft_pull_refusal, publish_report, unsafe_test_path
 from bot.core.report import TestSuggestion as Suggestion  # (a name pytest would take for a test class)
 from bot.core.report import TriageReport
+
+from tests.fakes.github import API, BOT
 
 from .conftest import FIXTURES, drain, webhook_payload
 
@@ -103,3 +106,32 @@ def test_the_reports_words_close_no_issue_and_reference_none_from_the_draft_pr(a
     [pull] = fake.pulls
     assert "octo-repo#7" not in pull["body"] and "https://github.com" not in pull["body"]
     assert "octo-repo#\u200b7" in pull["body"] and "https:\u200b//github.com" in pull["body"]
+
+
+# -- the test holds the issue's code: CI on the repository's own branch never starts it unread
+
+def publish_with_test(fake, ruleset, report: TriageReport):
+    gh = GitHub(API, StaticToken("ghs_test"), bot_login=BOT["login"])
+    return publish_report(gh, REPO, 12, report, ruleset, draft_pr=True)
+
+
+def test_every_commit_on_the_test_branch_skips_ci_a_reruns_update_too(fake, ruleset):
+    """A push or PR made with an installation token starts the repository's workflows, which on its
+    own branch may read its secrets; `[skip ci]` in the head commit stops `push` and `pull_request` ones."""
+    report = TriageReport.from_dict(report_json())
+    publish_with_test(fake, ruleset, report)
+    rerun = replace(report, regression_test=replace(report.regression_test,
+                                                    file_source=report.regression_test.file_source + "\n# re-run\n"))
+    result = publish_with_test(fake, ruleset, rerun)
+    commits = [c for c in fake.commits if c["branch"] == "pt2-triage/issue-12"]
+    assert len(commits) == 2 and all("[skip ci]" in c["message"] for c in commits)
+    assert result.pull_request is not None and len(fake.pulls) == 1
+
+
+def test_the_draft_pr_says_first_that_ci_waits_for_a_maintainer_to_read_the_test(fake, ruleset):
+    publish_with_test(fake, ruleset, TriageReport.from_dict(report_json()))
+    [pull] = fake.pulls
+    notice = pull["body"].split("\n\n")[1]
+    assert notice.startswith("**CI was not started: read the test first.**")
+    assert "code taken from issue #12" in notice and "`[skip ci]`" in notice
+    assert "pushing a commit to this branch" in notice
