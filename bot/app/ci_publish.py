@@ -59,17 +59,21 @@ class CiComment:
 
 
 def collect_failures(gh: GitHub, repo: str, run: WorkflowRun, classifier: Classifier) -> CiFailureReport:
-    """Download the logs of the run's failed jobs (latest attempt) and analyze them."""
+    """Download the logs of the run's failed jobs (latest attempt) and analyze them.
+
+    One log at a time: each is analyzed as it arrives and dropped before the next download, so a
+    run of twenty failed jobs with 64 MB logs holds one log, not 1.3 GB of them."""
     failed = [job for job in gh.run_jobs(repo, run.id) if job.conclusion in FAILED_CONCLUSIONS]
     if len(failed) > MAX_JOBS_ANALYZED:
         log.info("run %s of %s: %d failed jobs, analyzing the first %d", run.id, repo, len(failed), MAX_JOBS_ANALYZED)
-    logs = []
-    for job in failed[:MAX_JOBS_ANALYZED]:
-        download = gh.job_log(repo, job.id)
-        logs.append(JobLog(job.id, job.name, job.html_url, download.content, job.failed_steps, download.dropped_bytes))
     pull_requests = run.pull_requests or tuple(gh.pulls_for_commit(repo, run.head_sha))
     return analyze_run(repo, run.id, run.html_url, run.name or run.workflow_file, run.head_sha, pull_requests,
-                       logs, classifier)
+                       (downloaded(gh, repo, job) for job in failed[:MAX_JOBS_ANALYZED]), classifier)
+
+
+def downloaded(gh: GitHub, repo: str, job) -> JobLog:
+    download = gh.job_log(repo, job.id)
+    return JobLog(job.id, job.name, job.html_url, download.content, job.failed_steps, download.dropped_bytes)
 
 
 def comment_targets(report: CiFailureReport) -> list[tuple[str, str]]:

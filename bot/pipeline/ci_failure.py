@@ -16,6 +16,7 @@ import base64
 import json
 import re
 import zlib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from bot.core.classify import Classifier
@@ -140,7 +141,8 @@ def analyze_job(job: JobLog, classifier: Classifier) -> JobFinding:
 
 
 def analyze_run(repo: str, run_id: int, run_url: str, workflow: str, head_sha: str, pull_requests: tuple[int, ...],
-                jobs: list[JobLog], classifier: Classifier) -> CiFailureReport:
+                jobs: Iterable[JobLog], classifier: Classifier) -> CiFailureReport:
+    """The run's report. `jobs` may be a generator: each log is analyzed and let go before the next."""
     return CiFailureReport(repo=repo, run_id=run_id, run_url=run_url, workflow=workflow, head_sha=head_sha,
                            pull_requests=tuple(pull_requests),
                            findings=tuple(analyze_job(job, classifier) for job in jobs))

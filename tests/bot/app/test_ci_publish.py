@@ -46,3 +46,30 @@ def test_a_comment_cut_as_a_last_resort_keeps_its_state(app, deliver, fake, fixt
     cut = fitted_ci_comment(report, max_chars=3_000)
     assert len(cut) <= 3_000 and "cut to GitHub's size limit" in cut
     assert [r.run_id for r in decode_state(cut)] == [501]
+
+
+class Recording:
+    """The App's classifier, noting how many job logs the fake GitHub had served at each classify."""
+
+    def __init__(self, classifier, fake):
+        self.classifier, self.fake, self.served_at_classify = classifier, fake, []
+
+    def __getattr__(self, name):
+        return getattr(self.classifier, name)
+
+    def classify(self, text, *args, **kwargs):
+        self.served_at_classify.append(sum(e.path.endswith("/logs") for e in self.fake.exchanges))
+        return self.classifier.classify(text, *args, **kwargs)
+
+
+def test_each_log_is_analyzed_before_the_next_is_downloaded(app, deliver, fake, fixture_bytes):
+    """Twenty failed jobs with 64 MB logs would be 1.3 GB held at once; one at a time they are one log."""
+    deliver(fail_shards(fake, fixture_bytes), "workflow_run")
+    services = app.extensions["pt2_triage"].services
+    gh = services.github_for(4242)
+    recording = Recording(services.classifier, fake)
+    before = sum(e.path.endswith("/logs") for e in fake.exchanges)
+    report = collect_failures(gh, REPO, gh.workflow_run(REPO, 501), recording)
+    assert len(report.findings) == SHARDS
+    per_job = [served - before for served in recording.served_at_classify]
+    assert per_job[0] == 1 and per_job[-1] == SHARDS and per_job == sorted(per_job)
