@@ -7,6 +7,7 @@ never silences the bot for a whole repository.
     # .github/pt2-triage.yml
     label: pt2-triage            # the label that starts a triage
     auto_suggest: comment        # issues with a PT2 error but no label: off | comment | label
+                                 # (label: the App's label starts a run of a stranger's repro, no human step)
     draft_pr: true               # open the draft regression-test PR when a report arrives (commits say [skip ci])
     commands:
       allow: write               # who may run runner/write commands: write | users

@@ -86,7 +86,9 @@ class FakeGitHub(RepositoryRoutes):
     commit_comments: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)  # issue -> [names]
     reactions: list = field(default_factory=list)
-    permissions: dict = field(default_factory=dict)  # login -> role
+    permissions: dict = field(default_factory=dict)  # login -> role (anyone else reads a public repo)
+    no_such_users: set = field(default_factory=set)  # logins GitHub has no account for
+    private: bool = False
     pulls: list = field(default_factory=list)
     commits: list = field(default_factory=list)
     dispatches: list = field(default_factory=list)

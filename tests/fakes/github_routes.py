@@ -26,7 +26,7 @@ class RepositoryRoutes:
     def _repo(self, match, query, payload):
         owner = self.repo.split("/")[0]
         return 200, {}, {"id": 101, "name": self.repo.split("/")[1], "full_name": self.repo,
-                         "default_branch": self.default_branch, "private": False,
+                         "default_branch": self.default_branch, "private": self.private,
                          "owner": {"login": owner, "type": "Organization"}}
 
     def _get_content(self, match, query, payload):
@@ -91,9 +91,13 @@ class RepositoryRoutes:
         return 201, {}, {"id": next(self._ids), "content": payload["content"], "user": self.bot}
 
     def _permission(self, match, query, payload):
+        """A collaborator's role; on a public repository anyone else reads it (GitHub answers `read`
+        for them), on a private one GitHub knows no such collaborator; no such account: 404."""
         login = unquote(match.group(1))
         if login not in self.permissions:
-            return 404, {}, {"message": "Not Found"}
+            if self.private or login in self.no_such_users:
+                return 404, {}, {"message": "Not Found"}
+            return 200, {}, {"permission": "read", "role_name": "read", "user": {"login": login}}
         role = self.permissions[login]  # a base role, or (a custom role's name, the base role it extends)
         role, base = role if isinstance(role, tuple) else (role, role)
         legacy = {"maintain": "write", "triage": "read"}.get(base, base)

@@ -60,8 +60,12 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def fake():
-    """The fake GitHub; on teardown every recorded call and answer must match GitHub's REST description."""
+    """The fake GitHub; on teardown every recorded call and answer must match GitHub's REST description.
+
+    The webhook fixtures' `maintainer` (who labels issue 12 in issues_labeled.json) has the triage role,
+    as whoever labels issues does; a test that needs another role for them sets it."""
     github = FakeGitHub()
+    github.permissions["maintainer"] = "triage"
     with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
         github.install(rsps)
         yield github

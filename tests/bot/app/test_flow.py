@@ -232,6 +232,39 @@ def test_bad_repo_config_is_reported_once_and_defaults_apply(app, deliver, fake)
     assert len([c for c in fake.bot_comments_on(12) if c["body"].startswith(COMMENT_MARKER)]) == 1
 
 
+def labeled_by(login: str, sender_type: str = "User") -> dict:
+    payload = webhook_payload("issues_labeled")
+    payload["sender"].update(login=login, type=sender_type)
+    return payload
+
+
+def test_a_label_a_stranger_applied_through_an_issue_form_runs_nothing(app, deliver, fake):
+    """Anyone may open an issue through a form that applies the triage label: GitHub answers `read` for
+    them, so the verdict is posted and a maintainer is told how to start the run."""
+    deliver(labeled_by("drive-by"), "issues")
+    drain(app)
+    assert fake.dispatches == []
+    [verdict] = fake.bot_comments_on(12)
+    assert verdict["body"].startswith(COMMENT_MARKER) and "Graph break" in verdict["body"]
+    assert "a maintainer can start a run of the repro with `@pt2-triage run`" in verdict["body"]
+    assert [e.path for e in fake.exchanges if e.path.endswith("/permission")] == [
+        f"/repos/{REPO}/collaborators/drive-by/permission"]
+
+
+def test_the_apps_own_label_runs_the_repro_only_under_auto_suggest_label(app, deliver, fake):
+    deliver(labeled_by("pt2-triage[bot]", "Bot"), "issues")
+    drain(app)
+    assert fake.dispatches == [] and len(fake.bot_comments_on(12)) == 1
+    fake.files[("main", ".github/pt2-triage.yml")] = "auto_suggest: label\n"
+    app.extensions["pt2_triage"].services._configs.clear()
+    again = labeled_by("pt2-triage[bot]", "Bot")
+    again["issue"]["updated_at"] = "2026-11-20T10:15:00Z"  # the label removed and added again
+    deliver(again, "issues")
+    drain(app)
+    assert len(fake.dispatches) == 1
+    assert not any(e.path.endswith("/permission") for e in fake.exchanges)  # the App is not asked about itself
+
+
 def test_label_that_is_not_ours_does_nothing(app, deliver, fake):
     payload = webhook_payload("issues_labeled")
     payload["label"]["name"] = "module: docs"

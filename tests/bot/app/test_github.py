@@ -109,4 +109,13 @@ def test_a_custom_roles_permission_is_the_base_role_it_extends(gh, fake):
                              "erin": "maintain"})
     assert gh.permission(REPO, "carol") == "write"
     assert gh.permission(REPO, "dave") == "read"
-    assert gh.permission(REPO, "erin") == "maintain" and gh.permission(REPO, "nobody") == "none"
+    assert gh.permission(REPO, "erin") == "maintain"
+
+
+def test_anyone_reads_a_public_repository_and_an_unknown_account_has_no_role(gh, fake):
+    """GitHub answers a public repository's permission call for any account, `read` for one who is no
+    collaborator: a stranger is `read`, never a role that may label or run; no such account is 404."""
+    fake.no_such_users.add("ghost-account")
+    assert gh.permission(REPO, "stranger") == "read" and gh.permission(REPO, "ghost-account") == "none"
+    fake.private = True
+    assert gh.permission(REPO, "stranger") == "none"

@@ -1,4 +1,5 @@
-"""Label triage as plain values: the triage label starts a run; any other label does nothing."""
+"""Label triage as plain values: the triage label from a member who may label (or from the App under
+`auto_suggest: label`) starts a run; from anyone else, the verdict alone; any other label does nothing."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -36,7 +37,7 @@ def test_another_label_does_nothing():
 
 
 def test_the_triage_label_posts_the_pending_comment_then_dispatches(issue_state):
-    plan = decide(labeled("PT2-Triage"), LabelState(RepoConfig(), issue_state()))
+    plan = decide(labeled("PT2-Triage"), LabelState(RepoConfig(), issue_state(), "triage"))
     pending, dispatch = plan.steps
     assert isinstance(pending, UpsertComment) and pending.stage == "pending_comment"
     assert pending.body.startswith(COMMENT_MARKER) and "Reproducing on a cpu runner" in pending.body
@@ -49,7 +50,7 @@ def test_the_triage_label_posts_the_pending_comment_then_dispatches(issue_state)
 
 def test_an_issue_without_a_repro_gets_the_verdict_and_a_note(issue_state):
     bare = Issue(12, "torch.compile is slow", "It takes ten minutes to compile my model.")
-    plan = decide(labeled(), LabelState(RepoConfig(), issue_state(issue=bare)))
+    plan = decide(labeled(), LabelState(RepoConfig(), issue_state(issue=bare), "triage"))
     [verdict] = plan.steps
     assert isinstance(verdict, UpsertComment) and verdict.stage == "verdict"
     assert verdict.body.startswith(COMMENT_MARKER) and "**No runnable repro found in the issue**" in verdict.body
@@ -59,13 +60,41 @@ def test_a_category_whose_failures_need_a_gpu_runs_on_one_unless_the_repo_has_no
     [gpu_category] = ruleset.with_fact("needs_gpu")
     kernel_bug = Classification(category=gpu_category, confidence=0.9, signature="s")
     state = issue_state(classification=kernel_bug)
-    assert decide(labeled(), LabelState(RepoConfig(), state)).steps[1].plan.device == "gpu"
+    assert decide(labeled(), LabelState(RepoConfig(), state, "triage")).steps[1].plan.device == "gpu"
     capped = replace(state, config=RepoConfig(gpu=False))
-    pending, dispatch = decide(labeled(), LabelState(capped.config, capped)).steps
+    pending, dispatch = decide(labeled(), LabelState(capped.config, capped, "triage")).steps
     assert dispatch.plan.device == "cpu" and "runner.gpu: false" in pending.body
 
 
 def test_a_maintainers_category_override_is_what_the_pending_comment_says(issue_state, ruleset):
     state = issue_state(overrides={"category": "dynamic_shapes"})
-    pending = decide(labeled(), LabelState(RepoConfig(), state)).steps[0]
+    pending = decide(labeled(), LabelState(RepoConfig(), state, "triage")).steps[0]
     assert ruleset.categories["dynamic_shapes"].title in pending.body
+
+
+# -- who may start a run by labeling: anyone can open an issue through a form that applies the label
+
+def test_a_label_from_someone_who_may_not_label_posts_the_verdict_and_how_to_start_a_run(issue_state):
+    for role in ("read", "none"):
+        [verdict] = decide(labeled(), LabelState(RepoConfig(), issue_state(), role)).steps
+        assert isinstance(verdict, UpsertComment) and verdict.stage == "verdict"
+        assert verdict.body.startswith(COMMENT_MARKER) and "Graph break" in verdict.body
+        assert "a maintainer can start a run of the repro with `@pt2-triage run`" in verdict.body
+
+
+def test_every_role_that_may_label_starts_a_run(issue_state):
+    for role in ("triage", "write", "maintain", "admin"):
+        pending, dispatch = decide(labeled(), LabelState(RepoConfig(), issue_state(), role)).steps
+        assert isinstance(dispatch, DispatchRun)
+
+
+def test_the_apps_own_label_starts_a_run_only_where_the_maintainers_chose_auto_suggest_label(issue_state):
+    """`auto_suggest: label` is the maintainers' opt-in: a stranger's confident PT2 issue runs on a
+    runner (in the sandbox) with no human step. Without it, a label the App applied starts nothing."""
+    opted_in = RepoConfig(auto_suggest="label")
+    state = issue_state(config=opted_in)
+    steps = decide(labeled(), LabelState(opted_in, state, sender_is_app=True)).steps
+    assert isinstance(steps[-1], DispatchRun)
+    for config in (RepoConfig(), RepoConfig(auto_suggest="off")):
+        [verdict] = decide(labeled(), LabelState(config, issue_state(config=config), sender_is_app=True)).steps
+        assert verdict.stage == "verdict"
