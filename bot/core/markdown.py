@@ -8,6 +8,7 @@ shown, not interpreted, and `<!-- pt2-triage -->`-style markers in output cannot
 from __future__ import annotations
 
 import re
+import string
 
 ZERO_WIDTH_SPACE = "\u200b"
 BACKTICK_RUN = re.compile(r"`+")
@@ -24,6 +25,7 @@ ISSUE_REFERENCE = re.compile(r"((?<!&)#|(?<![\w-])GH-)(?=\d)", re.IGNORECASE)
 AUTOLINK = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<![\w.-])(www)(?=\.)", re.IGNORECASE)
 HTML_SPECIALS = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 HTML_COMMENT_OPEN = "<!--"
+ASCII_PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes in CommonMark
 
 
 def fence(text: str, info: str = "") -> str:
@@ -105,18 +107,90 @@ def quoted(text: str, limit: int = 200) -> str:
     return f"`{unmentioned(unmarked(flat))}`" if flat else "``"
 
 
-def inert_line(text: str, limit: int = 300) -> str:
-    """`inert`, on one line and at most `limit` characters: for table cells and list items."""
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line (whitespace runs become one space), at most `limit` characters."""
     flat = " ".join(text.split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return inert(flat).replace("|", "\\|")
+    return flat[: limit - 1] + "…" if len(flat) > limit else flat
+
+
+def inert_line(text: str, limit: int = 300) -> str:
+    """`inert`, on one line and at most `limit` characters: for table cells and list items.
+
+    The code spans the text itself holds (torch writes "e.g. `if my_tensor.sum() > 0:`") stay code:
+    inside one nothing is markup and GitHub shows an entity reference as typed, so HTML-escaping it
+    would show `&gt;`. A span keeps its text as written, less our markers and mentions (`inert_code`);
+    the rest is `inert` with each backtick that opens no span escaped (`inert_prose`), so the spans the
+    output holds are exactly those found here. `|` is escaped everywhere: a table row splits at it.
+    """
+    flat = one_line(text, limit)
+    parts, prose_start = [], 0
+    for start, end in code_spans(flat):
+        parts += [inert_prose(flat[prose_start:start]), inert_code(flat[start:end])]
+        prose_start = end
+    parts.append(inert_prose(flat[prose_start:]))
+    return "".join(parts).replace("|", "\\|")
+
+
+def code_spans(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span of one line of markdown, its backticks included, as CommonMark
+    finds them: a run of n backticks opens a span that the next run of exactly n closes (inside it a
+    backslash is only a backslash); with no such run the opener is plain backticks. Outside spans a
+    backslash before ASCII punctuation escapes it, so "\\`" opens nothing.
+
+    Alone in a paragraph, that is all that decides a line's spans: raw HTML and autolinks, which take
+    precedence over them, cannot begin in `inert_line`'s output, whose `<` outside spans is escaped."""
+    spans, position, unclosed = [], 0, set()  # unclosed: run lengths with no closing run further on
+    while position < len(line):
+        char = line[position]
+        if char == "\\" and position + 1 < len(line) and line[position + 1] in ASCII_PUNCTUATION:
+            position += 2
+        elif char != "`":
+            position += 1
+        else:
+            width = len(BACKTICK_RUN.match(line, position).group(0))
+            closer = None if width in unclosed else _closing_run(line, position + width, width)
+            if closer is None:
+                unclosed.add(width)
+                position += width
+            else:
+                spans.append((position, closer + width))
+                position = closer + width
+    return spans
+
+
+def _closing_run(line: str, start: int, width: int) -> int | None:
+    return next((run.start() for run in BACKTICK_RUN.finditer(line, start) if len(run.group(0)) == width), None)
+
+
+def inert_prose(text: str) -> str:
+    """`inert` for one line's text outside its code spans: each backtick there that is not escaped
+    already is escaped, so that neither the zero-width spaces `inert` puts into a run nor the text
+    around it can make it open a span that the source did not have."""
+    escaped, position = [], 0
+    while position < len(text):
+        char = text[position]
+        if char == "\\" and position + 1 < len(text) and text[position + 1] in ASCII_PUNCTUATION:
+            escaped.append(text[position:position + 2])
+            position += 2
+            continue
+        escaped.append("\\`" if char == "`" else char)
+        position += 1
+    return inert("".join(escaped))
+
+
+def inert_code(span: str) -> str:
+    """A code span (its backticks included) as written, but for our markers and mentions: nothing in
+    it is markup, and the zero-width spaces go after `<!` and `@`, never into a backtick run, so the
+    span still closes where it did."""
+    return unmentioned(unmarked(span))
 
 
 def details(summary: str, body: str, *, open_: bool = False) -> str:
-    """A collapsed section. The summary is ours (escaped anyway); the body must already be safe markdown."""
+    """A collapsed section. The summary is ours (escaped anyway, code spans too: `<summary>` starts an
+    HTML block, where backticks are no code); the body must already be safe markdown."""
     attribute = " open" if open_ else ""
-    return f"<details{attribute}><summary>{inert_line(summary, 200)}</summary>\n\n{body.rstrip()}\n\n</details>"
+    shown = inert(one_line(summary, 200)).replace("|", "\\|")
+    return f"<details{attribute}><summary>{shown}</summary>\n\n{body.rstrip()}\n\n</details>"
 
 
 def trim_lines(text: str, max_chars: int, *, keep: str = "tail") -> tuple[str, int]:

@@ -99,3 +99,76 @@ def test_code_never_carries_a_marker_of_ours_or_a_mention(text):
 def test_code_reads_the_same_with_its_marker_and_mention_defused():
     assert code_span("x <!-- y --> @a/b") == "`x <!\u200b-- y --> @\u200ba/b`"
     assert quoted("dev@example.com") == "`dev@example.com`"  # an e-mail address is no mention
+
+
+# -- the code spans a line already holds stay code (inert_line)
+#
+# An independent reading of CommonMark's code spans (spec 6.1 and 2.4), by regular expressions: a
+# backtick run opens a span that the next run of the same length closes; with none, its backticks are
+# text; outside a span a backslash escapes ASCII punctuation, so "\`" opens nothing; inside, it does not.
+
+ESCAPE_OR_BACKTICKS = re.compile(r"\\[!-/:-@\[-`{-~]|`+")
+
+
+def read_code_spans(line: str) -> tuple[list[str], str]:
+    """(the line's code spans, backticks included; the rest of the line, which GitHub interprets, with
+    a space for each span)."""
+    spans, rest, position = [], [], 0
+    while (token := ESCAPE_OR_BACKTICKS.search(line, position)) is not None:
+        rest.append(line[position:token.start()])
+        position = token.end()
+        if token.group().startswith("\\"):
+            rest.append(token.group())
+            continue
+        closer = re.compile(rf"(?<!`){token.group()}(?!`)").search(line, token.end())
+        if closer is None:
+            rest.append(token.group())
+        else:
+            spans.append(line[token.start():closer.end()])
+            rest.append(" ")  # a span between `]` and `(` (or `#` and `1`) keeps them apart
+            position = closer.end()
+    return spans, "".join(rest) + line[position:]
+
+
+def without_code_spans(line: str) -> str:
+    return read_code_spans(line)[1]
+
+
+def test_text_in_a_code_span_is_shown_as_written_not_as_html_entities():
+    """torch's own graph-break explanation: inside a span GitHub shows `&gt;` as typed."""
+    explanation = "Detected data-dependent branching (e.g. `if my_tensor.sum() > 0:`)."
+    assert inert_line(explanation) == explanation
+    assert inert_line("a < b & `x < y && z` <i>") == "a &lt; b &amp; `x < y && z` &lt;i&gt;"
+    assert inert_line("``a ` <b>`` and `c`") == "``a ` <b>`` and `c`"
+
+
+def test_a_backtick_that_opens_no_span_stays_text_and_cannot_open_one_later():
+    assert inert_line("a ``` <b> `c") == "a \\`\\`\\` &lt;b&gt; \\`c"  # no closing run of the same length
+    assert inert_line("``a > b`") == "\\`\\`a &gt; b\\`"
+    assert inert_line("\\`x > 0` <b>") == "\\`x &gt; 0\\` &lt;b&gt;"  # an escaped backtick opens nothing
+    assert inert_line("`a\\`b > c`") == "`a\\`b &gt; c\\`"  # inside a span a backslash is a backslash
+
+
+def test_a_code_span_keeps_no_marker_or_mention_and_its_pipes_stay_escaped():
+    assert inert_line("`@org/team <!-- pt2-triage:report -->` @x") == (
+        "`@\u200borg/team <!\u200b-- pt2-triage:report -->` @\u200bx")
+    assert inert_line("`a|b` c|d") == "`a\\|b` c\\|d"
+
+
+def test_a_collapsed_sections_summary_escapes_code_too():
+    """`<summary>` opens an HTML block, where backticks make no code: `<b>` there would be a tag."""
+    assert details("`<b>`", "body").startswith("<details><summary>`&lt;b&gt;`</summary>")
+
+
+MARKDOWN_ISH = st.text(alphabet=st.sampled_from("`\\<>&@#|~ ab!-[]():/0w."), max_size=60) | st.text(max_size=60)
+
+
+@given(MARKDOWN_ISH)
+def test_inert_line_keeps_the_texts_code_spans_and_nothing_outside_them_is_live(text):
+    line = inert_line(text, limit=1000)
+    spans, live = read_code_spans(line)
+    source_spans, _ = read_code_spans(" ".join(text.split()))
+    assert [span.replace("\u200b", "").replace("\\|", "|") for span in spans] == source_spans
+    assert "<" not in live and re.search(r"#\d|[A-Za-z]://|!\[|\]\(|```|~~~", live) is None
+    assert "<!--" not in line and re.search(r"(?<![\w.+-])@(?=[A-Za-z0-9])", line) is None
+    assert "\n" not in line and re.search(r"(?<!\\)\|", line) is None

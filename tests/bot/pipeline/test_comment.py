@@ -19,6 +19,7 @@ from bot.core.records import Classification, Evidence
 from bot.core.report import (MachineEnvironment, MinimizedRepro, RegressionTest, Reproduction, RunRecord, TestSuggestion,
                         TriageReport)
 from bot.core.ruleset import load_ruleset
+from tests.bot.core.test_markdown import without_code_spans
 from tests.bot.core.test_ruleset import CATEGORY_IDS
 from tests import paths
 
@@ -177,7 +178,7 @@ def strip_code(markdown: str) -> str:
             if line.strip() == fence:
                 fence = None
             continue
-        out.append(re.sub(r"(`+)(?:(?!\1).)+\1", "", line))
+        out.append(without_code_spans(line))
     assert fence is None, "a code fence was left open"
     return "\n".join(out)
 
