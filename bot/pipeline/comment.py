@@ -11,6 +11,7 @@ import hashlib
 
 import re2
 
+from bot.core import outcome
 from bot.core.graph_breaks import GraphBreakEntry, GraphBreakRegistry
 from bot.core.markdown import cell_code, code_span, details, fence, inert_line, quoted, trim_lines
 from bot.core.records import Classification
@@ -133,7 +134,7 @@ def shown(report: TriageReport) -> dict:
     """
     repro, ladder, disposition, workaround = report.reproduction, report.ladder, report.disposition, report.workaround
     return {"alternatives": [(quoted(name, 60), p) for name, p in report.classification.alternatives[:2]],
-            "reproduction": _shown_reproduction(repro) if repro else None,
+            "reproduction": _shown_reproduction(repro, summary_adds_to_verdict(report)) if repro else None,
             "disposition": _shown_disposition(disposition) if disposition else None,
             "workaround": {"verification": inert_line(workaround.verification, 300),
                            "note": inert_line(workaround.note, 300)} if workaround else None,
@@ -144,10 +145,26 @@ def shown(report: TriageReport) -> dict:
             "tool_version": inert_line(report.tool_version, 40)}
 
 
-def _shown_reproduction(repro) -> dict:
+def summary_adds_to_verdict(report: TriageReport) -> bool:
+    """Whether the reproduction's summary says more than the verdict line above it (`verdict_line`).
+
+    A plain reproduction's summary ("Reproduced on cpu with torch 2.13.0: graph_break (1/1 runs).")
+    repeats the verdict line and the heading's category word for word. Only that exact sentence,
+    made as the runner makes it from the same values, is left out: a flaky count, another category, a
+    note the runner added or a reason it did not reproduce is shown."""
+    repro, machine = report.reproduction, report.machine
+    if repro is None or not repro.reproduced or machine is None or not machine.torch_version:
+        return True
+    verdict_says = outcome.summary_sentence("reproduced", report.classification.category, repro.runs_reproduced,
+                                            repro.runs_total, repro.device, machine.torch_version)
+    return repro.summary != verdict_says
+
+
+def _shown_reproduction(repro, show_summary: bool = True) -> dict:
     return {"category_from_text": quoted(repro.category_from_text, 60),
             "category_from_run": quoted(repro.category_from_run, 60),
-            "summary": inert_line(repro.summary, 400), "script_changed": inert_line(repro.script_changed or "", 200),
+            "summary": inert_line(repro.summary, 400) if show_summary else "",
+            "script_changed": inert_line(repro.script_changed or "", 200),
             "next_step": inert_line(repro.next_step or "", 400),
             "silent": [(inert_line(check.kind, 40), inert_line(check.summary, 400), check.reproduced)
                        for check in repro.silent]}

@@ -190,6 +190,30 @@ def test_pending_comment_carries_the_marker_and_the_verdict_from_text():
     assert "(`graph_break`)" in comment
 
 
+def test_a_plain_reproduction_is_said_once_in_the_verdict_line_not_again_below_it():
+    comment = render_comment(report_for("graph_break"), RULESET, REGISTRY)
+    assert "reproduced (1/1 runs) on CPU with torch 2.13.0+cpu**\n\n#### Evidence" in comment
+    assert "Reproduced on cpu" not in comment
+
+
+def test_the_reproduction_summary_is_shown_whenever_it_says_more_than_the_verdict():
+    report = report_for("graph_break")
+    plain = report.reproduction
+
+    def summary_shown(**changes) -> bool:
+        changed = replace(report, reproduction=replace(plain, **changes))
+        return changes.get("summary", plain.summary) in render_comment(changed, RULESET, REGISTRY)
+
+    assert summary_shown(status="flaky", runs_total=3, runs_reproduced=2,
+                         summary="Flaky on cpu with torch 2.13.0+cpu: graph_break in 2 of 3 runs.")
+    assert summary_shown(summary="Reproduced on cpu with torch 2.13.0+cpu: dynamic_shapes (1/1 runs).")
+    assert summary_shown(summary="Reproduced on cpu with torch 2.13.0+cpu: graph_break (1/1 runs); the import of `math` was added.")
+    assert summary_shown(status="not_reproduced", reproduced=False, runs_reproduced=0,
+                         summary="Not reproduced here (on cpu with torch 2.13.0+cpu): it ran without failing.")
+    no_version = replace(report, machine=None)
+    assert plain.summary in render_comment(no_version, RULESET, REGISTRY)  # the verdict names no place then
+
+
 def test_a_verified_fix_is_celebrated_with_a_stable_but_varied_line():
     lines = {celebration(TriageReport(classification=Classification("accuracy", 1, f"sig{i}"), source="issue",
                                       issue_number=i)) for i in range(40)}
