@@ -128,6 +128,7 @@ def deliveries(count: int, redeliver_share: float) -> list[tuple[str, bytes]]:
 def run_load(server: str, count: int, clients: int, threads: int) -> dict:
     fake_port, app_port = free_port(), free_port()
     fake = FakeGitHub(api=f"http://127.0.0.1:{fake_port}")
+    fake.permissions["maintainer"] = "triage"  # the fixture's labeler: a member, so each label starts a run
     stub = serve_fake_github(fake, fake_port)
     with tempfile.TemporaryDirectory() as scratch:
         key_path, db_path = Path(scratch) / "app.pem", Path(scratch) / "app.sqlite3"
