@@ -46,6 +46,9 @@ class Layer:
     says: str
     categories: tuple[str, ...]
     refile: str
+    # The category of a failure the script's own code raises, only with the compiler on (the
+    # compiled_only rule's default), when this layer owns it; None: that category stands.
+    compiled_only: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,9 +141,9 @@ def _rung(raw: Any, where: str, switch: bool = False) -> Rung:
 def _layer(lid: str, raw: Any, categories: Mapping, where: str) -> Layer:
     require(isinstance(raw, dict) and {"owner", "says", "categories", "refile"} <= set(raw), where,
             "needs owner, says, categories and refile")
-    for cid in list(raw["categories"]) + [raw["refile"]]:
+    for cid in list(raw["categories"]) + [raw["refile"]] + ([raw["compiled_only"]] if raw.get("compiled_only") else []):
         require(cid in categories, where, f"unknown category {cid!r}")
-    return Layer(lid, raw["owner"], raw["says"], tuple(raw["categories"]), raw["refile"])
+    return Layer(lid, raw["owner"], raw["says"], tuple(raw["categories"]), raw["refile"], raw.get("compiled_only"))
 
 
 # --- planning -----------------------------------------------------------------------------------
@@ -323,9 +326,11 @@ def _eager_shares(target: Observed, seen: Observed, same_refusal: tuple = ()) ->
 
 # --- the verdict --------------------------------------------------------------------------------
 
-def decide(table: LadderTable, results: tuple[RungResult, ...], category: str) -> Verdict:
+def decide(table: LadderTable, results: tuple[RungResult, ...], category: str, compiled_only: bool = False) -> Verdict:
     """The first ladder rung that fails the same way owns the failure; side switches that pass
-    are workarounds."""
+    are workarounds. `compiled_only`: `category` is only the default of a failure raised in the
+    script's own code with the compiler on, which the owning layer may name better (a backward
+    error that AOTAutograd's outputs cause is AOTAutograd's, LABELING.md tie-break 9)."""
     by_id = {r.rung: r for r in results}
     workarounds = tuple(s.title for s in table.switches if by_id.get(s.id) and by_id[s.id].outcome == PASSES)
     owner_rung = owning_rung(table, results)
@@ -334,6 +339,8 @@ def decide(table: LadderTable, results: tuple[RungResult, ...], category: str) -
                        "(the repro may use a backend or setting the ladder does not switch)", workarounds)
     layer = table.layers[owner_rung.layer]
     refiled = category if category in layer.categories else layer.refile
+    if compiled_only and layer.compiled_only:
+        refiled = layer.compiled_only
     cheapest = owner_rung.backend
     sentence = f"{layer.says[0].upper()}{layer.says[1:]}."
     if refiled != category:

@@ -83,11 +83,17 @@ class LadderRunner:
         results = self._run_all(target, goal, self.table.rungs)
         switches = ladder_rules.switches_for(self.table, target.script, target.category)
         results += self._run_switches(target, goal, switches, ladder_rules.owning_rung(self.table, results))
-        verdict = ladder_rules.decide(self.table, results, target.category)
+        verdict = ladder_rules.decide(self.table, results, target.category, self.compiled_only_default(target))
         return LadderReport(rungs=results, layer=verdict.layer, owner=verdict.owner, category=verdict.category,
                             cheapest_backend=verdict.cheapest_backend, sentence=verdict.sentence,
                             workarounds=verdict.workarounds, script=target.which,
                             wall_s=round(time.monotonic() - started, 2))
+
+    def compiled_only_default(self, target: Target) -> bool:
+        """The target's category is the compiled_only rule's default (the script's own code raised
+        it, only with the compiler on, and the text did not name it), which the owner may refine."""
+        rule = target.record.classification.rule
+        return rule == outcome.COMPILED_ONLY_RULE and target.category == self.classifier.ruleset.reproduction["compiled_only"]["category"]
 
     def _own_run_is_compiler_off(self, target: Target) -> LadderReport:
         """A script that never reaches the compiler failed: that run was the compiler-off rung, and

@@ -26,6 +26,17 @@ def test_failing_only_with_inductor_keeps_an_inductor_category():
     assert (verdict.owner, verdict.category, verdict.cheapest_backend) == ("Inductor", "accuracy", "inductor")
 
 
+def test_an_error_the_scripts_own_code_raises_only_compiled_is_named_by_the_layer_that_owns_it():
+    """`autograd.grad` failing on a compiled model's outputs (fresh_issues_13): the compiled-only rule's
+    default, runtime_crash, is AOTAutograd's failure once aot_eager is the first rung to show it; an
+    Inductor-owned one (a `.view()` on outputs with other strides) stays a run-time failure."""
+    aot = results(no_compiler=PASSES, eager=PASSES, aot_eager=FAILS, aot_eager_decomp_partition=FAILS, inductor=FAILS)
+    assert ladder.decide(TABLE, aot, "runtime_crash", compiled_only=True).category == "aot_autograd_failure"
+    assert ladder.decide(TABLE, aot, "runtime_crash").category == "runtime_crash"  # a crash AOTAutograd's code caused
+    inductor = results(no_compiler=PASSES, eager=PASSES, aot_eager=PASSES, aot_eager_decomp_partition=PASSES, inductor=FAILS)
+    assert ladder.decide(TABLE, inductor, "runtime_crash", compiled_only=True).category == "runtime_crash"
+
+
 def test_failing_with_the_compiler_off_is_the_codes_own_error():
     verdict = ladder.decide(TABLE, results(no_compiler=FAILS, eager="not_run"), "dynamo_internal_error")
     assert (verdict.layer, verdict.category) == ("eager", "not_pt2")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
+from bot.core import outcome
 from bot.core.classify import Classifier
 from bot.core.ladder import compiler_free
 from bot.core.report import RunRecord
@@ -143,3 +144,37 @@ def test_a_silent_reproductions_measurement_is_the_failure_text_the_disposition_
                                                      SilentCheck("performance", False, "per call: 0.95x")))
     facts = disposition_facts(reproduction, "step = torch.compile(f, dynamic=False)\n", "", None)
     assert facts.state == "reproduced" and guard in facts.failure_text and "0.95x" not in facts.failure_text
+
+
+UNUSED = "The differentiated Tensor at index 0 appears to not have been used in the graph."
+GRAD_SCRIPT = """\
+import torch
+
+emb = torch.nn.Embedding(3, 2)
+def f(ids):
+    e = emb(ids)
+    return e.mean(), e
+
+out, e = torch.compile(f)(torch.tensor([1]))
+torch.autograd.grad(out, e)
+"""
+GRAD_ERROR = RunResult(
+    exit_code=1, signal=None, duration_s=1.0, peak_rss_bytes=None, stdout="",
+    stderr=('Traceback (most recent call last):\n  File "/sandbox/repro.py", line 9, in <module>\n'
+            f"    torch.autograd.grad(out, e)\nRuntimeError: {UNUSED}\n"),
+    uncaught_exception={"type": "RuntimeError", "message": UNUSED})
+
+
+def test_an_error_raised_in_the_scripts_code_only_compiled_is_filed_under_the_layer_that_owns_it():
+    """fresh_issues_13: `autograd.grad` on a compiled function's output fails in the script's own
+    code, only with the compiler on: the compiled-only rule files it as a run-time failure by default,
+    and the ladder, finding that aot_eager is the first backend to show it, files it as AOTAutograd's."""
+    def runs(spec):
+        probe = json.loads(spec.env.get(PROBE_ENV, "{}"))
+        return CLEAN if probe.get("compiler") == "off" or probe.get("backend") == "eager" else GRAD_ERROR
+    compiled_only = outcome.compiled_only(CLASSIFIER.classify_text(GRAD_ERROR.stderr), "runtime_crash")
+    record = RunRecord("first run", {}, "failed", 1, None, 6.0, None, (), True, True, compiled_only, GRAD_ERROR.stderr,
+                       failed=True, exception=f"RuntimeError: {UNUSED}")
+    report = LadderRunner(CLASSIFIER, runs, timeout_s=60, jobs=1, gpu=False).climb(
+        Target(GRAD_SCRIPT, "minimized", "runtime_crash", record))
+    assert report.owner == "AOTAutograd" and report.category == "aot_autograd_failure"
