@@ -150,6 +150,8 @@ def _verdict(evidence: Evidence, category: str, confidence: float, decided_by: s
              probabilities: Mapping[str, float], learned: LearnedParts, is_pt2: bool) -> Classification:
     ranked = sorted(probabilities.items(), key=lambda item: -item[1])
     alternatives = tuple((c, round(p, 2)) for c, p in ranked[:MAX_ALTERNATIVES])
+    if len(ranked) == 1:  # the evidence left one category open: its model share says nothing ("not_pt2 (0%)")
+        alternatives = ((category, shown(confidence)),)
     base = evidence.by_rules
     runner_up = next((c for c, _ in ranked if c != category), None)
     return replace(

@@ -245,6 +245,26 @@ def test_eager_fails_too_with_an_eager_traceback_is_not_pt2(classifier):
     assert not classifier.report_evidence(through_dynamo.encode()).eager_error_shown("not_pt2")
 
 
+def test_also_running_the_eager_model_is_not_saying_eager_fails_too(classifier):
+    """"We also run the eager model in shadow mode" compares against eager; "eager mode" must not
+    match inside "eager model" and turn the report into an eager bug."""
+    shadow = ("# Package gives other numbers\n\nFor every request we also run the eager model in shadow mode and "
+              "compare.\n```python\npkg = torch._inductor.aoti_compile_and_package(ep)\n```\n")
+    assert not classifier.report_evidence(shadow.encode()).features.says_eager_fails_too
+    said = shadow.replace("also run the eager model in shadow mode and compare", "see the same error in eager mode too")
+    assert classifier.report_evidence(said.encode()).features.says_eager_fails_too
+
+
+def test_an_unsure_verdict_left_one_category_names_it_with_the_stated_confidence(classifier):
+    """When the evidence leaves only `not_pt2` open, the model's share of it is no probability to
+    show ("not_pt2 (0%)"): the one alternative carries the verdict's own confidence."""
+    text = ("# Shape error in the classifier head\n\nWe run it with torch.compile in production, but I disabled "
+            "compile to debug and it still happens.\n```python\nhead = torch.compile(head)\n```\n" + SHAPE_ERROR_IN_EAGER)
+    verdict = classifier.classify_text(text)
+    assert verdict.category == "not_pt2"
+    assert verdict.alternatives == (("not_pt2", verdict.confidence),)
+
+
 MISSING_HEADER_BUILD = (
     "# torch.compile fails on my Mac\n\n```python\nmodel = torch.compile(model)\nout = model(x)\n```\n"
     "In file included from /tmp/torchinductor_me/ab/cabc.cpp:2:\n"
