@@ -7,7 +7,8 @@ Switches (the ablation ladder re-runs a repro under each, without editing the us
   backend      "eager" | "aot_eager" | "aot_eager_decomp_partition" | "inductor": the backend of
                every torch.compile call (a custom backend callable is replaced too)
   compiler     "off": torch.compile'd code runs eagerly (torch.compiler.set_stance("force_eager")),
-               and stays so whatever stance the script sets itself
+               and stays so whatever stance the script sets itself; torch.export.export returns
+               the module itself, and an AOTInductor package of it is that module (_export_eagerly)
   dynamic      false: every torch.compile call with dynamic=False
   fullgraph    false: every torch.compile call with fullgraph=False
 Measurements (silent failures):
@@ -76,6 +77,7 @@ def install(config):
 
     if _config.get("compiler") == "off":
         _hold_stance(torch, "force_eager")
+        _export_eagerly(torch)
     if _config.get("modules"):
         _record_modules(torch)
         return _report
@@ -199,6 +201,64 @@ def _main_module_name(target):
 
     cls = type(target)
     return cls.__qualname__ if isinstance(target, torch.nn.Module) and cls.__module__ == "__main__" else None
+
+
+class _EagerProgram:
+    """What torch.export.export returns with the compiler off: the module itself, run eagerly. It
+    answers the calls a serving script makes of an ExportedProgram (`module()`,
+    `run_decompositions()`) and of the AOTInductor package built from it; anything else is an
+    AttributeError, and such a script is simply not one the compiler-off run can tell apart."""
+
+    def __init__(self, mod):
+        self._mod = mod
+
+    def module(self, *args, **kwargs):
+        return self._mod
+
+    def run_decompositions(self, *args, **kwargs):
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self._mod(*args, **kwargs)
+
+
+def _export_eagerly(torch):
+    """The compiler off for torch.export and AOTInductor, as the stance is for torch.compile: export
+    traces nothing and returns the module, an AOTInductor package of it is that module again (no
+    C++ build, no file), and loading it gives the module back. A script whose own check fails only
+    with them on then shows that the failure is theirs (an AOTInductor package that ignores a new
+    value of an input export fixed), where before its run with the compiler "off" was no run at all."""
+    import torch.export
+
+    def export(mod, args=(), kwargs=None, **options):
+        return _EagerProgram(mod)
+
+    torch.export.export = export
+    if hasattr(torch.export, "export_for_training"):
+        torch.export.export_for_training = export
+    import torch._inductor  # already imported with torch._dynamo, which the stance needs
+
+    _eager_packages(torch._inductor)
+
+
+def _eager_packages(inductor):
+    """AOTInductor's package of an _EagerProgram is the program itself; any other goes to the real one."""
+    packages = {}
+    build, load = inductor.aoti_compile_and_package, inductor.aoti_load_package
+
+    def compile_and_package(program, *args, package_path=None, **kwargs):
+        if not isinstance(program, _EagerProgram):
+            return build(program, *args, package_path=package_path, **kwargs)
+        path = str(package_path or f"pt2-triage-eager-{len(packages)}.pt2")
+        packages[os.fspath(path)] = program
+        return path
+
+    def load_package(path, *args, **kwargs):
+        program = packages.get(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else None
+        return program if program is not None else load(path, *args, **kwargs)
+
+    inductor.aoti_compile_and_package = compile_and_package
+    inductor.aoti_load_package = load_package
 
 
 def _stop_at_entry_points(torch, at_entry, replay=0):

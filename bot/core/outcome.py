@@ -296,9 +296,12 @@ def fixed_since(reporter_torch: str | None, runner_torch: str | None) -> Reason 
 COMPILED_ONLY_RULE = "compiled_only"  # the deciding rule of a failure outside the compiler that only compiled runs show
 
 
-def compiled_only_category(text_category: str | None, table: Mapping) -> str:
+def compiled_only_category(text_category: str | None, table: Mapping, entry: str | None = None) -> str:
     """The category of a compiled-only failure (compiled_only): reproduction.yaml's `compiled_only`
-    one, or the text's where it is one of those the table allows (the reporter called it a mismatch)."""
+    one, or the text's where it is one of those the table allows (the reporter called it a mismatch),
+    or, where only torch.export / AOTInductor were turned off (`entry`), theirs."""
+    if entry:
+        return table["entry_categories"][entry]
     return text_category if text_category in table["text_categories"] else table["category"]
 
 

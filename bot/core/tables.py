@@ -180,7 +180,8 @@ def parse_reproduction(doc: Any, categories: Mapping, where: str) -> Mapping:
     require(isinstance(doc, dict), where, "must be a mapping")
     for name in ("silent", "not_reproduced", "obvious_imports", "compiled_only"):
         require(name in doc, where, f"missing `{name}`")
-    for category in [doc["compiled_only"].get("category"), *doc["compiled_only"].get("text_categories", ())]:
+    for category in [doc["compiled_only"].get("category"), *doc["compiled_only"].get("text_categories", ()),
+                     *(doc["compiled_only"].get("entry_categories") or {}).values()]:
         require(category in categories, f"{where}: compiled_only", f"unknown category {category!r}")
     for judge in JUDGES:
         require(isinstance(doc["silent"].get(judge), dict), f"{where}: silent", f"needs thresholds for judge {judge!r}")

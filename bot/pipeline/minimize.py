@@ -38,7 +38,8 @@ from bot.core.outcome import COMPILED_ONLY_RULE, compiled_only
 from bot.core.records import Classification
 from bot.core.report import MinimizedRepro, RunRecord
 from bot.pipeline.ladder import observed
-from bot.pipeline.reproduce import ALWAYS_ENV, COMPILER_OFF_ENV, PROBE_ENV, output_text, reproduces, stance_reaches
+from bot.pipeline.reproduce import (ALWAYS_ENV, COMPILER_OFF_ENV, PROBE_ENV, export_entry, output_text, reproduces,
+                                    stance_reaches)
 from bot.core.signature import short_type
 
 log = logging.getLogger(__name__)
@@ -482,8 +483,10 @@ class Minimizer:
         candidates may fail there only as it does (`eager_failure`, checked though this says False);
         when it fails the same way (the ladder's judgement, given the original's
         `result`) and the caller asked, there is nothing to minimize: NotReproducible. A script the
-        compiler-off stance does not reach (stance_reaches) has no such run: nothing is checked."""
-        if not stance_reaches(script):
+        compiler-off stance does not reach (stance_reaches) has no such run, nothing is checked,
+        unless its failure is compiled-only through torch.export or AOTInductor (export_entry),
+        which that run also turns off: each candidate must then still run clean without them."""
+        if not stance_reaches(script) and not (original.rule == COMPILED_ONLY_RULE and export_entry(script)):
             log.info("no torch.compile call for the compiler-off stance to turn off (torch.export and "
                      "AOTInductor ignore it); not checking candidates that way")
             return False

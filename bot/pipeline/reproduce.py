@@ -61,6 +61,20 @@ COMPILED_ONLY_NOTE = "the error is raised in the script's own code, and only wit
 STANCE_ENTRY_RE = re.compile(r"(?<![\w.])compile\b|\.compile\b|_dynamo\.optimize\b")
 
 
+# The torch.export and AOTInductor calls the probe's compiler-off run turns into the module run
+# eagerly (runners/_torch_probe.py `_export_eagerly`). As loose as STANCE_ENTRY_RE, for the same reason.
+EXPORT_ENTRY_RES = (("aoti", re.compile(r"\baoti_(?:compile_and_package|load_package)\b")),
+                    ("export", re.compile(r"\bexport(?:_for_training)?\s*\(")))
+
+
+def export_entry(script: str) -> str | None:
+    """"aoti" or "export" where the script builds an AOTInductor package or exports, else None. Its
+    compiler-off run replaces them by the module itself, run eagerly: where the script's own check
+    fails only with them on, that run tells the failure theirs (fresh_issues_13's package that
+    ignored a new value of an input export had fixed)."""
+    return next((entry for entry, pattern in EXPORT_ENTRY_RES if pattern.search(script)), None)
+
+
 def stance_reaches(script: str) -> bool:
     """Whether turning the compiler off can change how `script` runs. A script whose only PT2 calls
     are torch.export / AOTInductor fails the same way with the compiler "off": the run would cost a
@@ -282,15 +296,17 @@ class Reproducer:
         """The checks as a reproduction, where every one failed with an error the classifier puts
         outside the compiler (and not before the bug, `blocked`) and the script runs clean with the
         compiler off: the compiler's failure surfacing in the script's own code (outcome.compiled_only).
-        One run more, with the compiler off; None when that run fails too or the stance does not reach
-        the script (torch.export and AOTInductor ignore it)."""
-        if not checks or not stance_reaches(self.script_used or "") or any(
+        One run more, with the compiler off (torch.compile's stance, and torch.export and AOTInductor
+        replaced by the module itself); None when that run fails too or turns nothing off."""
+        script = self.script_used or ""
+        entry = None if stance_reaches(script) else export_entry(script)
+        if not checks or not (stance_reaches(script) or entry) or any(
                 not r.failed or r.blocked or r.classification.is_pt2 for r in checks):
             return None
         off = self.run(self.script_used, dict(COMPILER_OFF_ENV), "compiler off (the error is outside the compiler)")
         if off.status != "ok":
             return None
-        category = outcome.compiled_only_category(text_category, self.ruleset.reproduction["compiled_only"])
+        category = outcome.compiled_only_category(text_category, self.ruleset.reproduction["compiled_only"], entry)
         relabelled = {id(r): replace(r, classification=outcome.compiled_only(r.classification, category)) for r in checks}
         self.records = [relabelled.get(id(r), r) for r in self.records]
         return [relabelled[id(r)] for r in checks]

@@ -11,7 +11,7 @@ import pytest
 from bot.core.source import tidy
 from bot.pipeline.minimize import (COMPILER_OFF_ENV, CONFIRM_GRACE_S, CUT_FLOOR_S, MODULES_ENV, REPLAY_ENV, Minimizer,
                                    NotReproducible, env_key, same_failure, stance_reaches)
-from bot.pipeline.reproduce import PROBE_ENV
+from bot.pipeline.reproduce import PROBE_ENV, export_entry
 from bot.core.records import Classification
 from runners.pool import WarmPool
 from runners.reduce import Reducer
@@ -237,6 +237,16 @@ def test_the_compiler_off_stance_reaches_torch_compile_in_any_spelling_and_never
     for script in ("torch.export.export(m, (x,))", "torch._inductor.aoti_compile_and_package(ep)",
                    "torch._inductor.aot_compile(m, (x,))", "torch._export.aot_compile(m, (x,))"):
         assert not stance_reaches(script), script
+
+
+def test_the_compiler_off_run_turns_export_and_aoti_into_the_module_itself():
+    """Not the stance's reach, but the compiler-off run's (runners/_torch_probe.py _export_eagerly):
+    where a script's own check fails only with them on, that run tells whose failure it is."""
+    assert export_entry("pkg = torch._inductor.aoti_compile_and_package(ep)") == "aoti"
+    assert export_entry("from torch._inductor import aoti_load_package\nm = aoti_load_package(p)") == "aoti"
+    assert export_entry("ep = torch.export.export(m, (x,))") == "export"
+    assert export_entry("from torch.export import export\nep = export(m, (x,))") == "export"
+    assert export_entry("torch.compile(f)(x)") is None and export_entry("# we export results to csv") is None
 
 
 def test_the_reserve_is_two_checks_on_the_candidates_backend_and_one_full_run(classifier):

@@ -174,6 +174,39 @@ def test_a_measured_mismatch_that_the_scripts_own_check_also_fails_is_a_failing_
     assert [c.kind for c in reproduction.silent if c.reproduced] == ["accuracy"]
 
 
+SERVED_BY_EXPORT = """\
+import torch
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x + 1
+
+
+model = Counter()
+served = torch.export.export(model, (torch.ones(2),)).module()
+for _ in range(3):
+    served(torch.ones(2))
+assert model.calls == 3, f"the served model ran {model.calls} times"
+"""
+
+
+def test_a_scripts_own_check_failing_only_with_export_on_is_exports_failure(reproducer):
+    """No torch.compile for the stance to turn off, but the compiler-off run also replaces
+    torch.export (and AOTInductor's package) by the module itself: the script's own `assert` then
+    passes, so its failure is export's, filed as the entry point's category whatever the text says
+    (fresh_issues_13's AOTInductor package that ignored a new value of an input export had fixed)."""
+    reproduction = reproducer().reproduce(SERVED_BY_EXPORT, issue_text="# served model differs\n" + SERVED_BY_EXPORT)
+    assert reproduction.reproduced and reproduction.category_from_run == "export_failure", reproduction.summary
+    assert "only with the compiler on" in reproduction.summary
+    assert [r.status for r in reproduction.runs if r.purpose.startswith("compiler off")] == ["ok"]
+
+
 def test_an_error_eager_shares_is_still_no_reproduction(reproducer):
     reproduction = reproducer().reproduce(repro("eager_shape_error"))
     assert not reproduction.reproduced and reproduction.reason == "fails_outside_pt2", reproduction.summary
