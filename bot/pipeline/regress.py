@@ -55,10 +55,14 @@ class ReproParts:
     notes: list[str]
 
 
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 def split_repro(source: str) -> ReproParts:
     tree = ast.parse(source)
     aliases = _config_aliases(tree.body)
     parts = ReproParts([], [], [], [], [])
+    in_order: list[ast.stmt] = []  # the definitions and statements as the source has them
     for node in _flatten_main_guard(tree.body):
         if isinstance(node, ast.Import) and all(a.name == "torch" and not a.asname for a in node.names):
             continue  # every test file imports torch
@@ -66,11 +70,54 @@ def split_repro(source: str) -> ReproParts:
             parts.imports.append(node)
         elif (patch := _config_patch(node, aliases)) is not None:
             parts.patches.append(patch)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(node, DEFINITIONS):
             parts.definitions.append(node)
+            in_order.append(node)
         else:
             parts.body.append(_without_print(node))
+            in_order.append(parts.body[-1])
+    _keep_what_definitions_need_before_them(parts, in_order)
     return parts
+
+
+def _keep_what_definitions_need_before_them(parts: ReproParts, in_order: list[ast.stmt]) -> None:
+    """The method puts the definitions before the statements, but a definition may read, when it is
+    defined, a name a statement before it binds (`N_ITEMS = 2000`, then `def __init__(self,
+    n=N_ITEMS)`): in the method that name would be bound after the class, a NameError that is not
+    the failure (fresh_issues_13's AOTInductor test). Then everything up to the last such definition
+    keeps the source's order, ahead of the rest."""
+    bound: set[str] = set()
+    last_needing = -1
+    for index, node in enumerate(in_order):
+        if isinstance(node, DEFINITIONS):
+            last_needing = index if _read_when_defined(node) & bound else last_needing
+        else:
+            bound |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if last_needing < 0:
+        return
+    head = in_order[: last_needing + 1]
+    parts.body = [node for node in parts.body if not any(node is kept for kept in head)]
+    parts.definitions = head + [node for node in parts.definitions if not any(node is kept for kept in head)]
+
+
+def _read_when_defined(node: ast.stmt) -> set[str]:
+    """The names a def or a class reads when it is defined: decorators, defaults and annotations,
+    bases, and a class body's statements (its methods' bodies are read only when they are called)."""
+    read: list[ast.AST] = list(node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        read += node.bases + [keyword.value for keyword in node.keywords]
+        names = set()
+        for statement in node.body:
+            names |= _read_when_defined(statement) if isinstance(statement, DEFINITIONS) else _loads(statement)
+        return names | {name for expr in read for name in _loads(expr)}
+    arguments = node.args
+    read += arguments.defaults + [d for d in arguments.kw_defaults if d is not None] + [node.returns]
+    read += [a.annotation for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+    return {name for expr in read if expr is not None for name in _loads(expr)}
+
+
+def _loads(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _flatten_main_guard(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -297,7 +344,7 @@ def main_op(parts: ReproParts) -> str | None:
 
 
 def _defined_names(parts: ReproParts) -> set[str]:
-    return {node.name for node in parts.definitions if hasattr(node, "name")}
+    return {node.name for node in parts.definitions if isinstance(node, DEFINITIONS)}
 
 
 def test_name(plan: TestPlan, parts: ReproParts, issue_number: int | None, graph_break_title: str | None) -> str:
@@ -345,8 +392,8 @@ def method_statements(parts: ReproParts) -> list[str]:
     if parts.imports:
         blocks.extend(ast.unparse(n) for n in parts.imports)
         blocks.append("")
-    for node in parts.definitions:
-        blocks.extend((unparse(node), ""))
+    for node in parts.definitions:  # a statement among them is one a definition needs (split_repro)
+        blocks.extend((unparse(node), "") if isinstance(node, DEFINITIONS) else (ast.unparse(node),))
     blocks.extend(ast.unparse(n) for n in parts.body)
     while blocks and blocks[-1] == "":
         blocks.pop()

@@ -183,3 +183,34 @@ def test_a_module_made_where_it_is_compiled_is_shared_by_the_eager_and_the_compi
     twice = source.replace("fake = torch.ones(1, 32, requires_grad=True)", "fake = torch.compile(nn.Linear(1, 32))(torch.ones(1))")
     body = generate(twice, FAIL, PLANS["aot_autograd_failure"], device="cpu", issue_number=None).method_source
     assert "module = nn.Linear(1, 32)" in body and "module2 = nn.Linear(32, 1)" in body  # one name each
+
+
+SIZE_BEFORE_ITS_CLASS = '''import torch
+import torch.nn as nn
+N_ITEMS = 2000
+
+
+class Scorer(nn.Module):
+    def __init__(self, n_items=N_ITEMS):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(n_items))
+
+    def forward(self, x):
+        return x + self.bias
+
+
+model = Scorer()
+print(torch.compile(model)(torch.zeros(N_ITEMS)))
+'''
+
+
+def test_a_name_a_definition_reads_when_it_is_defined_stays_before_it():
+    """The method puts definitions first, but `n_items=N_ITEMS` is read when the class is defined:
+    moved after the class, `N_ITEMS = 2000` made the regression test fail with a NameError of its own
+    (fresh_issues_13's AOTInductor report, `fails_differently`)."""
+    test = generate(SIZE_BEFORE_ITS_CLASS, FAIL, PLANS["backend_compiler_failed"], device="cpu", issue_number=5)
+    body = test.method_source
+    assert body.index("N_ITEMS = 2000") < body.index("class Scorer") < body.index("model = Scorer()")
+    unneeded = generate(SIZE_BEFORE_ITS_CLASS.replace("n_items=N_ITEMS", "n_items=2000"), FAIL,
+                        PLANS["backend_compiler_failed"], device="cpu", issue_number=5).method_source
+    assert unneeded.index("class Scorer") < unneeded.index("N_ITEMS = 2000")  # otherwise definitions come first
