@@ -2,7 +2,8 @@
 it was for (the comment updated in place, labels, the draft PR), or the comment says the run failed.
 
 Only a run the App itself dispatched counts: a `workflow_dispatch` run of this repository's own code
-whose title is exactly the run-name of a job still waiting (`bot.app.dispatch.run_title`). Any other
+whose title is exactly the run-name of a job still waiting (`bot.app.dispatch.run_title`), or a later
+attempt of a run that left no report (a maintainer re-ran it from the Actions page). Any other
 run of a file with the runner workflow's name (a fork's pull request that edits it runs too) is
 logged and ignored. The issue is the job's; the report artifact is untrusted input, size-capped,
 validated, and never chooses the issue: a run that matches no waiting job publishes nothing.
@@ -91,8 +92,10 @@ def observe(completed: CompletedRun, ctx: JobContext) -> RunState:
     if completed.run.workflow_file != ctx.rules.runner_workflow_for(config) or not_dispatched_by_us(completed):
         return RunState(config, ctx.rules)
     waiting = ctx.store.pending_runner_jobs(ctx.repo)
-    job_key = job_key_from_run(completed.run.display_title, waiting)
-    runner_job = next((job for job in waiting if job.job_key == job_key), None)
+    failed = ctx.store.failed_runner_job(ctx.repo, completed.run.id)  # this run's earlier attempt failed
+    candidates = waiting + ([failed] if failed else [])
+    job_key = job_key_from_run(completed.run.display_title, candidates)
+    runner_job = next((job for job in candidates if job.job_key == job_key), None)
     if runner_job is None:
         return RunState(config, ctx.rules)
     artifacts = [a for a in ctx.gh.run_artifacts(ctx.repo, completed.run.id) if not a.expired]
@@ -126,6 +129,8 @@ def decide(completed: CompletedRun, state: RunState) -> Plan:
     if state.runner_job is None:
         return Plan.nothing(f"runner run {run.id} titled {run.display_title[:120]!r} is no waiting job's run; ignored")
     number = state.runner_job.number
+    if state.runner_job.state == "failed" and state.report is None:
+        return Plan.nothing(f"runner run {run.id} was re-run and left no report again; the issue already says so")
     if state.report is None:
         body = render("runner_failed.md.j2", marker=COMMENT_MARKER, run=run, bot_name=state.rules.bot_name)
         steps: tuple[Step, ...] = (UpsertComment(completed.repo, number, body, COMMENT_MARKER, state.comment_id,

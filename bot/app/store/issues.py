@@ -76,10 +76,18 @@ class IssueState(Database):
         return [_runner_job(row) for row in rows]
 
     def complete_runner_job(self, job_key: str, run_id: int, state: str) -> bool:
-        """Mark a runner job done by `run_id`; False when that run was already published (redelivery)."""
+        """Mark a runner job done by `run_id`; False when that run was already recorded (redelivery),
+        unless it failed then and is published now (a maintainer re-ran the failed run)."""
         return bool(self._write("UPDATE runner_jobs SET state = ?, run_id = ?, completed_at = ? "
-                                "WHERE job_key = ? AND (run_id IS NULL OR run_id <> ?)",
-                                (state, run_id, self.clock(), job_key, run_id)))
+                                "WHERE job_key = ? AND (run_id IS NULL OR run_id <> ? OR (state = ? AND ? = ?))",
+                                (state, run_id, self.clock(), job_key, run_id, "failed", state, "published")))
+
+    def failed_runner_job(self, repo: str, run_id: int) -> RunnerJob | None:
+        """The job whose run `run_id` left no report: a later attempt of that run (re-run from the
+        Actions page) may leave one."""
+        row = self._connect().execute("SELECT * FROM runner_jobs WHERE repo = ? AND run_id = ? AND state = ?",
+                                      (repo, run_id, "failed")).fetchone()
+        return _runner_job(row) if row else None
 
     # -- failure fingerprints
 

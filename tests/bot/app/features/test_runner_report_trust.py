@@ -180,3 +180,34 @@ def test_a_deeply_nested_free_form_field_is_no_report():
     report = report_json()
     report["reproduction"]["runs"][0]["probe"] = json.loads('{"a": ' * 50 + "1" + "}" * 50)
     assert report_from_zip(zipped(report)) is None
+
+
+def test_a_failed_run_re_run_by_a_maintainer_publishes_its_report_once(app, deliver, fake):
+    """The runner run left no report (the issue says so); a maintainer re-runs it from the Actions page
+    and its second attempt, the same run id, leaves one: that report is published, once, and a
+    redelivery of it, or a third attempt with no report, posts nothing more."""
+    key = labeled(app, deliver, fake)
+    payload = runner_run(f"pt2-triage {key} (issue 12, cpu)")
+    fake.add_run(payload["workflow_run"], artifacts={})
+    assert deliver(payload, "workflow_run").status_code == 202
+    drain(app)
+    assert store_of(app).runner_job(key).state == "failed"
+    [failure] = fake.bot_comments_on(12)
+    said = failure["body"]
+    assert "report" in said.lower() and "Graph break" not in said
+    again = runner_run(f"pt2-triage {key} (issue 12, cpu)")
+    again["workflow_run"]["run_attempt"] = 2
+    finish(app, deliver, fake, again, report_json())
+    [comment] = fake.bot_comments_on(12)
+    assert comment is failure and "Graph break" in comment["body"]  # the one comment, updated
+    assert store_of(app).runner_job(key).state == "published"
+    updates = len([e for e in fake.exchanges if e.method == "PATCH"])
+    deliver(again, "workflow_run")  # delivered again: refused as a replay, or a job that finds it done
+    drain(app)
+    assert len([e for e in fake.exchanges if e.method == "PATCH"]) == updates and len(fake.bot_comments_on(12)) == 1
+
+
+def test_a_re_run_that_again_leaves_no_report_says_nothing_more(rules):
+    failed = replace(runner_job("k1"), state="failed", run_id=30433700)
+    plan = decide(completed(), RunState(RepoConfig(), rules, "k1", failed, None))
+    assert plan.steps == () and "left no report again" in plan.reason
