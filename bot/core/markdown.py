@@ -26,6 +26,8 @@ AUTOLINK = re.compile(r"(?<=[A-Za-z]):(?=//)|(?<![\w.-])(www)(?=\.)", re.IGNOREC
 HTML_SPECIALS = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 HTML_COMMENT_OPEN = "<!--"
 ASCII_PUNCTUATION = frozenset(string.punctuation)  # what a backslash escapes in CommonMark
+# a backslash escape (kept as it is) or a bare backtick (to be escaped), scanned left to right
+ESCAPE_OR_BACKTICK = re.compile(r"\\[" + re.escape(string.punctuation) + r"]|`")
 
 
 def fence(text: str, info: str = "") -> str:
@@ -166,16 +168,7 @@ def inert_prose(text: str) -> str:
     """`inert` for one line's text outside its code spans: each backtick there that is not escaped
     already is escaped, so that neither the zero-width spaces `inert` puts into a run nor the text
     around it can make it open a span that the source did not have."""
-    escaped, position = [], 0
-    while position < len(text):
-        char = text[position]
-        if char == "\\" and position + 1 < len(text) and text[position + 1] in ASCII_PUNCTUATION:
-            escaped.append(text[position:position + 2])
-            position += 2
-            continue
-        escaped.append("\\`" if char == "`" else char)
-        position += 1
-    return inert("".join(escaped))
+    return inert(ESCAPE_OR_BACKTICK.sub(lambda m: "\\`" if m.group(0) == "`" else m.group(0), text))
 
 
 def inert_code(span: str) -> str:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 
+from bot.core.markdown import one_line
 from bot.core.source import unparse
 from bot.core.records import Classification
 from bot.core.render import render
@@ -96,8 +97,9 @@ def _keep_what_definitions_need_before_them(parts: ReproParts, in_order: list[as
     if last_needing < 0:
         return
     head = in_order[: last_needing + 1]
-    parts.body = [node for node in parts.body if not any(node is kept for kept in head)]
-    parts.definitions = head + [node for node in parts.definitions if not any(node is kept for kept in head)]
+    in_head = {id(node) for node in head}
+    parts.body = [node for node in parts.body if id(node) not in in_head]
+    parts.definitions = head + [node for node in parts.definitions if id(node) not in in_head]
 
 
 def _read_when_defined(node: ast.stmt) -> set[str]:
@@ -404,12 +406,6 @@ def docstring_literal(text: str) -> str:
     """A triple-quoted one-line docstring that no text can end early."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'"""{escaped}"""'
-
-
-def one_line(text: str, limit: int) -> str:
-    """User text for a Python comment or string: one line, bounded."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 # -- verifying -----------------------------------------------------------------------------------

@@ -299,8 +299,9 @@ class Reproducer:
         One run more, with the compiler off (torch.compile's stance, and torch.export and AOTInductor
         replaced by the module itself); None when that run fails too or turns nothing off."""
         script = self.script_used or ""
-        entry = None if stance_reaches(script) else export_entry(script)
-        if not checks or not (stance_reaches(script) or entry) or any(
+        reaches = stance_reaches(script)
+        entry = None if reaches else export_entry(script)
+        if not checks or not (reaches or entry) or any(
                 not r.failed or r.blocked or r.classification.is_pt2 for r in checks):
             return None
         off = self.run(self.script_used, dict(COMPILER_OFF_ENV), "compiler off (the error is outside the compiler)")
